@@ -1,0 +1,54 @@
+//! The call descriptor: everything an algorithm may depend on, as plain data.
+//!
+//! Every field is known identically on every rank that takes part in the
+//! call (rule 2 of the design: a choice made from information only one rank
+//! has deadlocks the job), except `rank` and `in_place`, which only shape the
+//! local buffers.
+
+use super::types::Coll;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallDesc {
+    pub coll: Coll,
+    /// This rank in the communicator.
+    pub rank: usize,
+    /// Communicator size.
+    pub size: usize,
+    /// Root rank (0 for Allreduce).
+    pub root: usize,
+    /// Bytes of the vector: the reduced vector (Reduce/Allreduce), the
+    /// broadcast message (Bcast), or this rank's own block (Gatherv).
+    pub bytes: usize,
+    /// The vector may only be cut at multiples of this (the element extent
+    /// for reductions, 1 otherwise).
+    pub unit: usize,
+    /// Whether the reduction operator is commutative. Schedules combine in
+    /// rank order regardless; this only widens the choice of algorithms.
+    pub commutative: bool,
+    /// MPI_IN_PLACE: this rank's input already sits in the receive buffer.
+    pub in_place: bool,
+}
+
+impl CallDesc {
+    pub fn is_root(&self) -> bool {
+        self.rank == self.root
+    }
+
+    /// Rank relative to the root (the root is 0).
+    pub fn rel_rank(&self) -> usize {
+        (self.rank + self.size - self.root) % self.size
+    }
+
+    /// Inverse of [`CallDesc::rel_rank`].
+    pub fn abs_rank(&self, rel: usize) -> usize {
+        (rel + self.root) % self.size
+    }
+}
+
+/// Where each rank's block lands in the root's receive buffer (Gatherv),
+/// as byte offsets from the start of the root's receive region.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GatherLayout {
+    /// `(offset, len)` per rank, in bytes.
+    pub blocks: Vec<(usize, usize)>,
+}

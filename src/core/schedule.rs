@@ -1,0 +1,155 @@
+//! The schedule IR: what one rank does in one collective call, as data.
+//!
+//! A schedule is a list of steps. In a step the rank posts all its receives
+//! and sends at once (non-blocking), waits for all of them, then runs the
+//! step's local operations in order. There is no global barrier between
+//! steps: a rank moves on as soon as its own transfers are complete.
+//!
+//! Buffers are addressed as byte ranges of three buffers: the user's send
+//! buffer (read only), the user's receive buffer and a scratch buffer that
+//! the executor allocates with `scratch_bytes` bytes. With MPI_IN_PLACE the
+//! executor maps `Send` onto `Recv`.
+
+/// One of the three buffers a schedule addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufId {
+    Send,
+    Recv,
+    Scratch,
+}
+
+/// A byte range of one buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Region {
+    pub buf: BufId,
+    pub off: usize,
+    pub len: usize,
+}
+
+impl Region {
+    pub fn new(buf: BufId, off: usize, len: usize) -> Region {
+        Region { buf, off, len }
+    }
+
+    pub fn end(&self) -> usize {
+        self.off + self.len
+    }
+
+    /// Whether two regions share at least one byte.
+    pub fn overlaps(&self, other: &Region) -> bool {
+        self.buf == other.buf && self.off < other.end() && other.off < self.end() && self.len > 0 && other.len > 0
+    }
+}
+
+/// A point-to-point transfer with one peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Xfer {
+    pub peer: usize,
+    pub region: Region,
+}
+
+/// A local operation, run after the step's transfers have completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Local {
+    /// `dst = src` (same length).
+    Copy { src: Region, dst: Region },
+    /// `dst = src ∘ dst`, elementwise: `src` holds the operand that comes
+    /// first in rank order (MPI_Reduce_local's inbuf/inoutbuf convention).
+    Reduce { src: Region, dst: Region },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    pub sends: Vec<Xfer>,
+    pub recvs: Vec<Xfer>,
+    pub locals: Vec<Local>,
+}
+
+impl Step {
+    pub fn is_empty(&self) -> bool {
+        self.sends.is_empty() && self.recvs.is_empty() && self.locals.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    pub steps: Vec<Step>,
+    pub scratch_bytes: usize,
+}
+
+impl Schedule {
+    /// Total bytes this rank sends.
+    pub fn bytes_sent(&self) -> usize {
+        self.steps.iter().flat_map(|s| &s.sends).map(|x| x.region.len).sum()
+    }
+
+    /// Total number of messages this rank sends.
+    pub fn messages_sent(&self) -> usize {
+        self.steps.iter().map(|s| s.sends.len()).sum()
+    }
+}
+
+/// Builds a schedule step by step; empty steps are dropped and zero-length
+/// transfers and local operations are never emitted (both sides of a
+/// transfer know its length, so both skip it).
+#[derive(Default)]
+pub struct Builder {
+    sched: Schedule,
+    open: Step,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Ensures the scratch buffer holds at least `bytes` bytes.
+    pub fn reserve_scratch(&mut self, bytes: usize) {
+        self.sched.scratch_bytes = self.sched.scratch_bytes.max(bytes);
+    }
+
+    pub fn send(&mut self, peer: usize, region: Region) -> &mut Self {
+        if region.len > 0 {
+            self.open.sends.push(Xfer { peer, region });
+        }
+        self
+    }
+
+    pub fn recv(&mut self, peer: usize, region: Region) -> &mut Self {
+        if region.len > 0 {
+            self.open.recvs.push(Xfer { peer, region });
+        }
+        self
+    }
+
+    pub fn copy(&mut self, src: Region, dst: Region) -> &mut Self {
+        debug_assert_eq!(src.len, dst.len);
+        if src.len > 0 && src != dst {
+            self.open.locals.push(Local::Copy { src, dst });
+        }
+        self
+    }
+
+    pub fn reduce(&mut self, src: Region, dst: Region) -> &mut Self {
+        debug_assert_eq!(src.len, dst.len);
+        if src.len > 0 {
+            self.open.locals.push(Local::Reduce { src, dst });
+        }
+        self
+    }
+
+    /// Closes the current step: its transfers complete before its local
+    /// operations run, and before anything of the next step starts.
+    pub fn end_step(&mut self) -> &mut Self {
+        let step = std::mem::take(&mut self.open);
+        if !step.is_empty() {
+            self.sched.steps.push(step);
+        }
+        self
+    }
+
+    pub fn finish(mut self) -> Schedule {
+        self.end_step();
+        self.sched
+    }
+}

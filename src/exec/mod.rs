@@ -1,0 +1,186 @@
+//! Runs a schedule: transfers through a [`Transport`] (PMPI point-to-point
+//! in the library, mailboxes in the simulator), local copies and reductions
+//! here. Pure safe Rust: the transport owns anything unsafe.
+
+pub mod kernels;
+pub mod stats;
+
+use crate::core::schedule::{BufId, Local, Region, Schedule, Xfer};
+
+/// The three buffers a schedule addresses, as this rank sees them.
+pub struct Buffers<'a> {
+    /// The user's send buffer; `None` under MPI_IN_PLACE (or where the call
+    /// has no send buffer), in which case `Send` regions address `recv`.
+    pub send: Option<&'a [u8]>,
+    pub recv: &'a mut [u8],
+    pub scratch: &'a mut [u8],
+}
+
+/// Base addresses and lengths of [`Buffers`], taken once per step so that a
+/// transport can post several transfers into one buffer at a time.
+pub struct RawBuffers {
+    send: (*const u8, usize),
+    recv: (*mut u8, usize),
+    scratch: (*mut u8, usize),
+}
+
+impl RawBuffers {
+    /// Address of a region's first byte. Panics if the region is outside its
+    /// buffer, so a transport never touches memory outside the user's
+    /// buffers. The pointer is only valid while the [`Buffers`] it came
+    /// from are borrowed, and `Send` regions must only be read.
+    pub fn locate(&self, region: Region) -> *mut u8 {
+        let (base, len) = match region.buf {
+            BufId::Send => (self.send.0 as *mut u8, self.send.1),
+            BufId::Recv => self.recv,
+            BufId::Scratch => self.scratch,
+        };
+        assert!(region.end() <= len, "{region:?} outside a buffer of {len} bytes");
+        base.wrapping_add(region.off)
+    }
+}
+
+impl<'a> Buffers<'a> {
+    /// With MPI_IN_PLACE a `Send` region is the same bytes of `recv`.
+    fn resolve(&self, region: Region) -> Region {
+        if region.buf == BufId::Send && self.send.is_none() {
+            Region { buf: BufId::Recv, ..region }
+        } else {
+            region
+        }
+    }
+
+    pub fn raw(&mut self) -> RawBuffers {
+        let recv = (self.recv.as_mut_ptr(), self.recv.len());
+        RawBuffers {
+            send: self.send.map_or((recv.0 as *const u8, recv.1), |s| (s.as_ptr(), s.len())),
+            recv,
+            scratch: (self.scratch.as_mut_ptr(), self.scratch.len()),
+        }
+    }
+
+    pub fn read(&self, region: Region) -> &[u8] {
+        let r = self.resolve(region);
+        let buf: &[u8] = match r.buf {
+            BufId::Send => self.send.unwrap_or(&[]),
+            BufId::Recv => self.recv,
+            BufId::Scratch => self.scratch,
+        };
+        &buf[r.off..r.end()]
+    }
+
+    pub fn write(&mut self, region: Region) -> &mut [u8] {
+        let r = self.resolve(region);
+        let buf: &mut [u8] = match r.buf {
+            BufId::Send => panic!("schedule writes to the send buffer: {region:?}"),
+            BufId::Recv => self.recv,
+            BufId::Scratch => self.scratch,
+        };
+        &mut buf[r.off..r.end()]
+    }
+
+    /// A source to read and a disjoint destination to write, possibly in
+    /// the same buffer. Returns `None` when both are the same bytes.
+    fn split(&mut self, src: Region, dst: Region) -> Option<(&[u8], &mut [u8])> {
+        let (src, dst) = (self.resolve(src), self.resolve(dst));
+        if src == dst {
+            return None;
+        }
+        assert!(!src.overlaps(&dst), "overlapping local operands {src:?} {dst:?}");
+        let (read, write): (&[u8], &mut [u8]) = match (src.buf, dst.buf) {
+            (_, BufId::Send) => panic!("schedule writes to the send buffer: {dst:?}"),
+            (BufId::Send, BufId::Recv) => (self.send.unwrap_or(&[]), &mut *self.recv),
+            (BufId::Send, BufId::Scratch) => (self.send.unwrap_or(&[]), &mut *self.scratch),
+            (BufId::Recv, BufId::Scratch) => (&*self.recv, &mut *self.scratch),
+            (BufId::Scratch, BufId::Recv) => (&*self.scratch, &mut *self.recv),
+            (BufId::Recv, BufId::Recv) | (BufId::Scratch, BufId::Scratch) => {
+                let whole: &mut [u8] = if dst.buf == BufId::Recv { self.recv } else { self.scratch };
+                let (lo, hi) = whole.split_at_mut(src.off.max(dst.off));
+                return Some(if src.off < dst.off {
+                    (&lo[src.off..src.end()], &mut hi[..dst.len])
+                } else {
+                    (&hi[..src.len], &mut lo[dst.off..dst.end()])
+                });
+            }
+        };
+        Some((&read[src.off..src.end()], &mut write[dst.off..dst.end()]))
+    }
+}
+
+/// Moves bytes between ranks, one step at a time.
+pub trait Transport {
+    type Error;
+
+    /// Posts every receive and send of one step at once, then waits until
+    /// all of them have completed. Receive regions are disjoint from each
+    /// other and from the send regions.
+    fn exchange(&mut self, bufs: &mut Buffers<'_>, sends: &[Xfer], recvs: &[Xfer]) -> Result<(), Self::Error>;
+}
+
+/// Combines two vectors of whole elements: `dst = src ∘ dst`, where `src`
+/// is the operand that comes first in rank order.
+pub trait Combiner {
+    fn combine(&self, src: &[u8], dst: &mut [u8]);
+}
+
+/// Splits a transfer of `len` bytes into pieces of at most `max` bytes, as
+/// (offset, length): for transports whose messages have a size limit. Both
+/// ends of a transfer know its length, so they split alike.
+pub fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..len).step_by(max).map(move |off| (off, (len - off).min(max)))
+}
+
+/// Runs one local operation.
+pub fn apply_local<C: Combiner + ?Sized>(bufs: &mut Buffers<'_>, local: &Local, combiner: &C) {
+    match *local {
+        Local::Copy { src, dst } => {
+            if let Some((from, to)) = bufs.split(src, dst) {
+                to.copy_from_slice(from);
+            }
+        }
+        Local::Reduce { src, dst } => {
+            let (from, to) = bufs.split(src, dst).expect("a reduction of a region with itself");
+            combiner.combine(from, to);
+        }
+    }
+}
+
+/// Runs a whole schedule on this rank.
+pub fn run<T: Transport, C: Combiner + ?Sized>(
+    sched: &Schedule,
+    bufs: &mut Buffers<'_>,
+    transport: &mut T,
+    combiner: &C,
+) -> Result<(), T::Error> {
+    for step in &sched.steps {
+        if !step.sends.is_empty() || !step.recvs.is_empty() {
+            transport.exchange(bufs, &step.sends, &step.recvs)?;
+        }
+        for local in &step.locals {
+            apply_local(bufs, local, combiner);
+        }
+    }
+    Ok(())
+}
+
+/// The combiner of collectives that reduce nothing (Bcast, Gatherv): their
+/// schedules contain no `Reduce`.
+pub struct NoReduction;
+
+impl Combiner for NoReduction {
+    fn combine(&self, _: &[u8], _: &mut [u8]) {
+        unreachable!("a schedule without reductions asked for one");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_length() {
+        assert_eq!(pieces(0, 4).count(), 0);
+        assert_eq!(pieces(3, 4).collect::<Vec<_>>(), vec![(0, 3)]);
+        assert_eq!(pieces(9, 4).collect::<Vec<_>>(), vec![(0, 4), (4, 4), (8, 1)]);
+    }
+}

@@ -1,0 +1,267 @@
+//! Configuration from the environment, read once per process.
+//!
+//! Every `PCOLL_*` variable is checked: a bad value, or a variable pcoll
+//! does not know (most likely a typo), is an error that names the variable,
+//! the value and what is accepted. Nothing is silently ignored.
+
+use crate::algos::{self, Algorithm, Params};
+use crate::core::types::Coll;
+use std::fmt;
+
+/// How one collective is run.
+#[derive(Clone, Debug)]
+pub enum Choice {
+    /// pcoll picks per call.
+    Auto,
+    /// Always the host MPI's own collective.
+    Mpi,
+    /// Always this algorithm, where it can run the call.
+    Force(&'static Algorithm, Params),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Off,
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    const NAMES: [(&'static str, LogLevel); 6] = [
+        ("off", LogLevel::Off),
+        ("error", LogLevel::Error),
+        ("warn", LogLevel::Warn),
+        ("info", LogLevel::Info),
+        ("debug", LogLevel::Debug),
+        ("trace", LogLevel::Trace),
+    ];
+
+    pub fn to_filter(self) -> log::LevelFilter {
+        match self {
+            LogLevel::Off => log::LevelFilter::Off,
+            LogLevel::Error => log::LevelFilter::Error,
+            LogLevel::Warn => log::LevelFilter::Warn,
+            LogLevel::Info => log::LevelFilter::Info,
+            LogLevel::Debug => log::LevelFilter::Debug,
+            LogLevel::Trace => log::LevelFilter::Trace,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// PCOLL_ENABLE: when false every call goes straight to the host MPI.
+    pub enable: bool,
+    /// PCOLL_ALLREDUCE, PCOLL_REDUCE, PCOLL_BCAST, PCOLL_GATHERV, indexed by
+    /// [`Coll::index`].
+    pub choices: [Choice; 4],
+    /// PCOLL_LOG.
+    pub log: LogLevel,
+    /// PCOLL_STATS: print a job-wide summary at MPI_Finalize.
+    pub stats: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            enable: true,
+            choices: [Choice::Auto, Choice::Auto, Choice::Auto, Choice::Auto],
+            log: LogLevel::Warn,
+            stats: false,
+        }
+    }
+}
+
+/// An invalid configuration value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub var: String,
+    pub value: String,
+    /// What is wrong, when more than "not one of the accepted values".
+    pub problem: Option<String>,
+    pub accepted: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid {}={:?}", self.var, self.value)?;
+        if let Some(problem) = &self.problem {
+            write!(f, " ({problem})")?;
+        }
+        write!(f, "; accepted: {}", self.accepted)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Every variable pcoll reads.
+pub const VARIABLES: &[&str] =
+    &["PCOLL_ENABLE", "PCOLL_ALLREDUCE", "PCOLL_REDUCE", "PCOLL_BCAST", "PCOLL_GATHERV", "PCOLL_LOG", "PCOLL_STATS"];
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("PCOLL_")).collect();
+        Config::from_vars(&vars)
+    }
+
+    /// Parses `PCOLL_*` variables given as (name, value) pairs.
+    pub fn from_vars(vars: &[(String, String)]) -> Result<Config, ConfigError> {
+        let mut cfg = Config::default();
+        for (var, value) in vars {
+            let err = |problem: Option<String>, accepted: String| ConfigError {
+                var: var.clone(),
+                value: value.clone(),
+                problem,
+                accepted,
+            };
+            match var.as_str() {
+                "PCOLL_ENABLE" => cfg.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_STATS" => cfg.stats = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_LOG" => {
+                    cfg.log = LogLevel::NAMES
+                        .iter()
+                        .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
+                        .map(|&(_, level)| level)
+                        .ok_or_else(|| {
+                            let names: Vec<&str> = LogLevel::NAMES.iter().map(|(n, _)| *n).collect();
+                            err(None, names.join(", "))
+                        })?
+                }
+                _ => match Coll::ALL.into_iter().find(|c| c.env_var() == var) {
+                    Some(coll) => {
+                        cfg.choices[coll.index()] =
+                            parse_choice(coll, value).map_err(|problem| err(problem, accepted_choices(coll)))?
+                    }
+                    None => {
+                        return Err(err(
+                            Some("pcoll has no such variable".into()),
+                            format!("variables {}", VARIABLES.join(", ")),
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// "auto, mpi, name[:k=v,...], ..." for the error message.
+pub fn accepted_choices(coll: Coll) -> String {
+    let mut names = vec!["auto".to_string(), "mpi".to_string()];
+    for algo in algos::for_coll(coll) {
+        let params: Vec<String> = algo.params.iter().map(|p| format!("{}={}..{}", p.name, p.min, p.max)).collect();
+        names.push(if params.is_empty() {
+            algo.name.to_string()
+        } else {
+            format!("{}[:{}]", algo.name, params.join(","))
+        });
+    }
+    names.join(", ")
+}
+
+/// Parses `auto | mpi | <algorithm>[:key=value,...]`; the error, if any,
+/// says what is wrong beyond "unknown value".
+fn parse_choice(coll: Coll, value: &str) -> Result<Choice, Option<String>> {
+    let value = value.trim();
+    let (name, args) = match value.split_once(':') {
+        Some((name, args)) => (name, Some(args)),
+        None => (value, None),
+    };
+    match (name, args) {
+        ("auto", None) => return Ok(Choice::Auto),
+        ("mpi", None) => return Ok(Choice::Mpi),
+        _ => {}
+    }
+    let algo = algos::find(coll, name).ok_or(None)?;
+    let mut params = algo.default_params();
+    for arg in args.into_iter().flat_map(|a| a.split(',')).filter(|a| !a.is_empty()) {
+        let (key, val) = arg.split_once('=').ok_or_else(|| Some(format!("parameter {arg:?} is not key=value")))?;
+        let idx = algo
+            .params
+            .iter()
+            .position(|p| p.name == key)
+            .ok_or_else(|| Some(format!("{} has no parameter {key:?}", algo.name)))?;
+        let spec = &algo.params[idx];
+        let parsed: u64 = val.parse().map_err(|_| Some(format!("{key}={val:?} is not a whole number")))?;
+        if parsed < spec.min || parsed > spec.max {
+            return Err(Some(format!("{key}={parsed} is outside {}..{}", spec.min, spec.max)));
+        }
+        params.0[idx] = parsed;
+    }
+    Ok(Choice::Force(algo, params))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_vars(&vars)
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        let cfg = parse(&[]).unwrap();
+        assert!(cfg.enable && !cfg.stats);
+        assert_eq!(cfg.log, LogLevel::Warn);
+        assert!(cfg.choices.iter().all(|c| matches!(c, Choice::Auto)));
+    }
+
+    #[test]
+    fn forcing_each_registered_algorithm() {
+        for algo in algos::ALGORITHMS {
+            let cfg = parse(&[(algo.coll.env_var(), algo.name)]).unwrap();
+            match &cfg.choices[algo.coll.index()] {
+                Choice::Force(a, p) => {
+                    assert_eq!(a.name, algo.name);
+                    assert_eq!(*p, algo.default_params());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let cfg = parse(&[("PCOLL_BCAST", "mpi"), ("PCOLL_ENABLE", "0"), ("PCOLL_LOG", "DEBUG")]).unwrap();
+        assert!(matches!(cfg.choices[Coll::Bcast.index()], Choice::Mpi));
+        assert!(!cfg.enable);
+        assert_eq!(cfg.log, LogLevel::Debug);
+    }
+
+    #[test]
+    fn bogus_algorithm_is_refused_by_name() {
+        let err = parse(&[("PCOLL_ALLREDUCE", "bogus")]).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("PCOLL_ALLREDUCE") && msg.contains("bogus"), "{msg}");
+        assert!(msg.contains("auto") && msg.contains("recursive_doubling"), "{msg}");
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let bad = ["binomial:k", "binomial:k=2", "binomial:=", "auto:x=1", "mpi:"];
+        for value in bad {
+            let err = parse(&[("PCOLL_REDUCE", value)]).unwrap_err();
+            assert_eq!(err.var, "PCOLL_REDUCE", "{value}");
+        }
+    }
+
+    #[test]
+    fn bad_values_and_unknown_variables_are_refused() {
+        for (var, value) in
+            [("PCOLL_ENABLE", "yes"), ("PCOLL_STATS", "2"), ("PCOLL_LOG", "loud"), ("PCOLL_ALREDUCE", "auto")]
+        {
+            let err = parse(&[(var, value)]).unwrap_err();
+            assert_eq!((err.var.as_str(), err.value.as_str()), (var, value));
+        }
+    }
+}
