@@ -1,0 +1,107 @@
+//! Per-communicator state: the private duplicate all pcoll traffic runs on.
+//!
+//! It is created at the first collective pcoll runs on a communicator (a
+//! point every rank reaches together, since collectives are called in the
+//! same order everywhere), cached as an attribute, and freed by the
+//! attribute's delete callback when the user frees the communicator. At
+//! MPI_Finalize, [`release_all`] frees the duplicates of communicators the
+//! user never freed (MPI_COMM_WORLD among them).
+
+use super::shim;
+use super::transport::check;
+use mpi_sys::*;
+use once_cell::sync::OnceCell;
+use std::collections::HashSet;
+use std::os::raw::{c_int, c_void};
+use std::sync::Mutex;
+
+struct CommState {
+    /// The private duplicate; MPI_COMM_NULL once released at finalize.
+    private: MPI_Comm,
+}
+
+/// The keyval pcoll's state hangs on. Attributes with it are not copied by
+/// MPI_Comm_dup: a duplicate gets its own private communicator.
+static KEYVAL: OnceCell<c_int> = OnceCell::new();
+
+/// Addresses of every live `CommState`, for [`release_all`].
+static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+fn keyval() -> Result<c_int, c_int> {
+    KEYVAL
+        .get_or_try_init(|| {
+            let mut keyval = 0;
+            // SAFETY: `delete_state` has the signature MPI expects; `keyval` is a valid local.
+            check(unsafe { shim::pcoll_create_keyval(Some(delete_state), &mut keyval) })?;
+            Ok(keyval)
+        })
+        .copied()
+}
+
+/// The private duplicate of `comm`, created on first use. Collective over
+/// `comm` the first time.
+pub(super) fn private_comm(comm: MPI_Comm) -> Result<MPI_Comm, c_int> {
+    let keyval = keyval()?;
+    let mut value: *mut c_void = std::ptr::null_mut();
+    let mut found: c_int = 0;
+    // SAFETY: MPI writes the attribute (a pointer) into `value`.
+    check(unsafe { PMPI_Comm_get_attr(comm, keyval, (&mut value as *mut *mut c_void).cast(), &mut found) })?;
+    if found != 0 {
+        // SAFETY: only pcoll sets this keyval, always to a leaked Box<CommState>.
+        return Ok(unsafe { (*(value as *const CommState)).private });
+    }
+    let mut private = comm;
+    // SAFETY: `private` receives the new communicator.
+    check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
+    let state = Box::into_raw(Box::new(CommState { private }));
+    LIVE.lock().unwrap().get_or_insert_with(HashSet::new).insert(state as usize);
+    // SAFETY: the attribute owns the box until `delete_state` takes it back.
+    check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
+    log::debug!("created the private communicator for a communicator");
+    Ok(private)
+}
+
+fn free_comm(comm: &mut MPI_Comm) {
+    // SAFETY: `comm` is a communicator pcoll duplicated and still owns.
+    unsafe {
+        if *comm != RSMPI_COMM_NULL {
+            PMPI_Comm_free(comm);
+        }
+        *comm = RSMPI_COMM_NULL;
+    }
+}
+
+/// Delete callback of the keyval: the user freed the communicator (or MPI
+/// is deleting attributes at finalize).
+unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
+    let outcome = std::panic::catch_unwind(|| {
+        if let Some(live) = LIVE.lock().unwrap().as_mut() {
+            live.remove(&(value as usize));
+        }
+        // SAFETY: `value` is the Box<CommState> pcoll attached; MPI calls this once per attribute.
+        let mut state = unsafe { Box::from_raw(value as *mut CommState) };
+        free_comm(&mut state.private);
+    });
+    if outcome.is_err() {
+        eprintln!("pcoll: internal error while freeing a communicator's state");
+    }
+    MPI_SUCCESS as c_int
+}
+
+/// Frees every private communicator still alive; called at MPI_Finalize
+/// while MPI still works. The states stay (marked released) until MPI
+/// deletes their attributes, if it ever does.
+pub(super) fn release_all() {
+    let live = LIVE.lock().unwrap().take().unwrap_or_default();
+    for address in live {
+        // SAFETY: addresses in LIVE are boxes whose attribute was not yet
+        // deleted; at finalize no other thread runs collectives.
+        let state = unsafe { &mut *(address as *mut CommState) };
+        free_comm(&mut state.private);
+    }
+    if let Some(&keyval) = KEYVAL.get() {
+        let mut keyval = keyval;
+        // SAFETY: frees pcoll's keyval; attributes still set keep it alive in MPI.
+        unsafe { PMPI_Comm_free_keyval(&mut keyval) };
+    }
+}

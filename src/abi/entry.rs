@@ -1,0 +1,556 @@
+//! The C entry points. Each one classifies its arguments; anything pcoll
+//! does not handle, including every invalid argument, goes to the host's
+//! PMPI function unchanged, so users see the host MPI's own behaviour.
+
+use super::handles::{self, Combine, TypeLayout};
+use super::runtime::{self, Runtime};
+use super::transport::PmpiTransport;
+use super::{comm, shim};
+use crate::algos::{Algorithm, Params};
+use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::types::Coll;
+use crate::exec::{self, Buffers, Combiner, NoReduction};
+use crate::select;
+use mpi_sys::*;
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// What pcoll does with a call.
+enum Outcome {
+    /// pcoll ran it; the MPI return code.
+    Done(c_int),
+    /// The host MPI must run it, for this reason.
+    Forward(&'static str),
+}
+use Outcome::{Done, Forward};
+
+/// Wraps every entry point: the panic boundary (no panic crosses into C),
+/// PCOLL_ENABLE, and accounting for forwarded calls.
+fn entry(coll: Coll, bytes: usize, run: impl FnOnce(&Runtime) -> Outcome, forward: impl FnOnce() -> c_int) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let rt = runtime::get();
+        if !rt.cfg.enable {
+            return forward();
+        }
+        match run(rt) {
+            Done(rc) => rc,
+            Forward(why) => {
+                log::debug!("{coll}: host MPI ({why})");
+                let start = Instant::now();
+                let rc = forward();
+                if let Some(stats) = &rt.stats {
+                    stats.lock().unwrap().record(coll, None, bytes, start.elapsed().as_secs_f64());
+                }
+                rc
+            }
+        }
+    }));
+    result.unwrap_or_else(|panic| {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job");
+        // SAFETY: the collective is in an unknown state on this rank; stop the job.
+        unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) }
+    })
+}
+
+/// (rank, size) of an intracommunicator of more than one rank; `None` for
+/// MPI_COMM_NULL, intercommunicators and single-rank communicators, which
+/// the host MPI handles.
+fn comm_shape(comm: MPI_Comm) -> Option<(usize, usize)> {
+    // SAFETY: reads the handle constant.
+    if comm == unsafe { RSMPI_COMM_NULL } {
+        return None;
+    }
+    let (mut inter, mut rank, mut size) = (0, 0, 0);
+    // SAFETY: `comm` is a non-null communicator handle from the user; out-pointers are locals.
+    unsafe {
+        if PMPI_Comm_test_inter(comm, &mut inter) != MPI_SUCCESS as c_int || inter != 0 {
+            return None;
+        }
+        PMPI_Comm_rank(comm, &mut rank);
+        PMPI_Comm_size(comm, &mut size);
+    }
+    (size > 1).then_some((rank as usize, size as usize))
+}
+
+fn in_place() -> *const c_void {
+    // SAFETY: returns the MPI_IN_PLACE constant.
+    unsafe { shim::pcoll_in_place() }
+}
+
+/// A call pcoll runs itself: what it is and which algorithm runs it.
+struct Planned {
+    desc: CallDesc,
+    algo: &'static Algorithm,
+    params: Params,
+}
+
+/// Warned once per collective that a forced algorithm cannot run a call.
+static WARNED_UNSUPPORTED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
+
+/// Decides and logs why; `Err(why)`: the host MPI runs the call.
+fn plan(rt: &Runtime, desc: CallDesc) -> Result<Planned, &'static str> {
+    let decision = select::decide(&rt.cfg, &desc);
+    let Some((algo, params)) = decision.algo else {
+        return Err(match decision.reason {
+            select::Reason::Unsupported(why) => {
+                if !WARNED_UNSUPPORTED[desc.coll.index()].swap(true, Ordering::Relaxed) {
+                    log::warn!(
+                        "{}: the forced algorithm cannot run a call ({why}); the host MPI runs such calls",
+                        desc.coll
+                    );
+                }
+                why
+            }
+            _ => "forced mpi",
+        });
+    };
+    log::debug!(
+        "{} comm_size={} root={} bytes={}: {}{:?} ({})",
+        desc.coll,
+        desc.size,
+        desc.root,
+        desc.bytes,
+        algo.name,
+        params.0,
+        decision.reason
+    );
+    Ok(Planned { desc, algo, params })
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Larger scratch buffers are freed after the call instead of kept.
+const MAX_KEPT_SCRATCH: usize = 64 << 20;
+
+/// Runs the decided algorithm over the private duplicate of `comm`.
+fn execute(
+    rt: &Runtime,
+    comm: MPI_Comm,
+    call: &Planned,
+    layout: &GatherLayout,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    combiner: &(impl Combiner + ?Sized),
+) -> c_int {
+    let start = Instant::now();
+    let private = match comm::private_comm(comm) {
+        Ok(private) => private,
+        Err(rc) => return rc,
+    };
+    let sched = (call.algo.build)(&call.desc, &call.params, layout);
+    // Reuse this thread's scratch buffer: a fresh large allocation per call
+    // costs a page fault per page. Taken out while in use, so a collective
+    // called from inside a user operator still works.
+    let mut scratch = SCRATCH.take();
+    if scratch.len() < sched.scratch_bytes {
+        scratch.resize(sched.scratch_bytes, 0);
+    }
+    let mut bufs = Buffers { send, recv, scratch: &mut scratch[..sched.scratch_bytes] };
+    let rc = match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(private), combiner) {
+        Ok(()) => MPI_SUCCESS as c_int,
+        Err(rc) => rc,
+    };
+    if scratch.len() <= MAX_KEPT_SCRATCH {
+        SCRATCH.set(scratch);
+    }
+    if let Some(stats) = &rt.stats {
+        stats.lock().unwrap().record(call.desc.coll, Some(call.algo), call.desc.bytes, start.elapsed().as_secs_f64());
+    }
+    rc
+}
+
+/// Allreduce (`root` None) and Reduce.
+#[allow(clippy::too_many_arguments)]
+fn reduction(
+    rt: &Runtime,
+    coll: Coll,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: Option<c_int>,
+    comm: MPI_Comm,
+) -> Outcome {
+    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+    if count < 0 {
+        return Forward("negative count");
+    }
+    let root = match root {
+        None => 0,
+        Some(r) if r >= 0 && (r as usize) < size => r as usize,
+        Some(_) => return Forward("invalid root"),
+    };
+    let red = match handles::reduction(datatype, op) {
+        Ok(red) => red,
+        Err(why) => return Forward(why),
+    };
+    if count == 0 {
+        return Forward("empty");
+    }
+    let is_root = coll == Coll::Allreduce || rank == root;
+    let in_place = sendbuf == in_place();
+    if in_place && !is_root {
+        return Forward("MPI_IN_PLACE at a non-root rank");
+    }
+    let Some(bytes) = (count as usize).checked_mul(red.unit) else { return Forward("size overflow") };
+    if (!in_place && sendbuf.is_null()) || (is_root && recvbuf.is_null()) {
+        return Forward("null buffer");
+    }
+    if is_root && sendbuf == recvbuf.cast_const() {
+        return Forward("send and receive buffers alias");
+    }
+    let desc = CallDesc { coll, rank, size, root, bytes, unit: red.unit, commutative: red.commutative, in_place };
+    let call = match plan(rt, desc) {
+        Ok(call) => call,
+        Err(why) => return Forward(why),
+    };
+    // SAFETY: MPI requires sendbuf (unless in place) and, at the root or in
+    // Allreduce, recvbuf to hold `count` elements of `datatype`, whose
+    // extent is `unit`; they do not alias (checked above).
+    let (send, recv) = unsafe {
+        (
+            (!in_place).then(|| std::slice::from_raw_parts(sendbuf.cast::<u8>(), bytes)),
+            if is_root { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), bytes) } else { &mut [][..] },
+        )
+    };
+    Done(execute(rt, comm, &call, &GatherLayout::default(), send, recv, &red.combine as &Combine))
+}
+
+/// Packs `count` elements of a non-dense datatype into their signature bytes.
+fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, bytes: usize, comm: MPI_Comm) -> Vec<u8> {
+    let mut packed = vec![0u8; bytes];
+    let mut position: c_int = 0;
+    // SAFETY: `packed` holds the `bytes` = count × type size bytes the host
+    // packs `count` elements into (homogeneous native format); the user's
+    // buffer holds `count` elements per MPI's rules.
+    unsafe {
+        PMPI_Pack(buf, count as c_int, datatype, packed.as_mut_ptr().cast(), bytes as c_int, &mut position, comm);
+    }
+    assert_eq!(position as usize, bytes, "packed size differs from the type signature");
+    packed
+}
+
+/// Inverse of [`pack`].
+fn unpack(packed: &[u8], buf: *mut c_void, count: i64, datatype: MPI_Datatype, comm: MPI_Comm) {
+    let mut position: c_int = 0;
+    // SAFETY: `packed` holds what `pack` produced for `count` elements; the
+    // user's buffer holds `count` elements of `datatype`.
+    unsafe {
+        PMPI_Unpack(packed.as_ptr().cast(), packed.len() as c_int, &mut position, buf, count as c_int, datatype, comm);
+    }
+}
+
+fn bcast(rt: &Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Outcome {
+    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+    if count < 0 || handles::is_null_type(datatype) || root < 0 || root as usize >= size {
+        return Forward("invalid argument");
+    }
+    let ty = handles::layout(datatype);
+    let bytes = count as usize * ty.size;
+    if bytes == 0 {
+        return Forward("empty");
+    }
+    if ty.dense && buf.is_null() {
+        return Forward("null buffer");
+    }
+    let root = root as usize;
+    let desc = CallDesc { coll: Coll::Bcast, rank, size, root, bytes, unit: 1, commutative: true, in_place: false };
+    let call = match plan(rt, desc) {
+        Ok(call) => call,
+        Err(why) => return Forward(why),
+    };
+    let layout = GatherLayout::default();
+    if ty.dense {
+        // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
+        let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
+        return Done(execute(rt, comm, &call, &layout, None, data, &NoReduction));
+    }
+    let mut packed = if rank == root { pack(buf, count, datatype, bytes, comm) } else { vec![0u8; bytes] };
+    let rc = execute(rt, comm, &call, &layout, None, &mut packed, &NoReduction);
+    if rank != root && rc == MPI_SUCCESS as c_int {
+        unpack(&packed, buf, count, datatype, comm);
+    }
+    Done(rc)
+}
+
+/// The root's side of a Gatherv: per rank (count, displacement).
+struct RootArgs<'a> {
+    recvbuf: *mut c_void,
+    blocks: &'a [(i64, i64)],
+    recvtype: MPI_Datatype,
+}
+
+fn gatherv(
+    rt: &Runtime,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    root_args: Option<RootArgs<'_>>,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Outcome {
+    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+    if root < 0 || root as usize >= size {
+        return Forward("invalid root");
+    }
+    let root = root as usize;
+    let in_place = rank == root && sendbuf == in_place();
+    if !in_place && (sendcount < 0 || handles::is_null_type(sendtype)) {
+        return Forward("invalid send arguments");
+    }
+    let send_ty = (!in_place).then(|| handles::layout(sendtype));
+    let my_bytes = send_ty.map_or(0, |t| sendcount as usize * t.size);
+    let root_plan = match &root_args {
+        Some(args) if rank == root => match plan_root(args, rank, in_place, my_bytes) {
+            Ok(plan) => Some(plan),
+            Err(why) => return Forward(why),
+        },
+        _ => None,
+    };
+    if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
+        return Forward("null buffer");
+    }
+    let desc =
+        CallDesc { coll: Coll::Gatherv, rank, size, root, bytes: my_bytes, unit: 1, commutative: true, in_place };
+    let call = match plan(rt, desc) {
+        Ok(call) => call,
+        Err(why) => return Forward(why),
+    };
+
+    let packed_send;
+    let send: Option<&[u8]> = match send_ty {
+        None => None,
+        Some(t) if t.dense => {
+            // SAFETY: a dense send buffer of `sendcount` elements is `my_bytes` contiguous bytes.
+            Some(unsafe { slice_or_empty(sendbuf, my_bytes) })
+        }
+        Some(_) => {
+            packed_send = pack(sendbuf, sendcount, sendtype, my_bytes, comm);
+            Some(&packed_send)
+        }
+    };
+    let Some((plan, args)) = root_plan.zip(root_args) else {
+        return Done(execute(rt, comm, &call, &GatherLayout::default(), send, &mut [], &NoReduction));
+    };
+    if plan.ty.dense {
+        // SAFETY: the blocks lie in the user's receive buffer, which spans
+        // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
+        let recv = unsafe { std::slice::from_raw_parts_mut(args.recvbuf.cast::<u8>().offset(plan.base), plan.span) };
+        return Done(execute(rt, comm, &call, &plan.layout, send, recv, &NoReduction));
+    }
+    // A non-dense receive type: gather the signature bytes, then unpack each
+    // block into place.
+    let mut staging = vec![0u8; plan.span];
+    let rc = execute(rt, comm, &call, &plan.layout, send, &mut staging, &NoReduction);
+    if rc == MPI_SUCCESS as c_int {
+        for (peer, (&(count, displ), &(off, len))) in args.blocks.iter().zip(&plan.layout.blocks).enumerate() {
+            if len > 0 && !(in_place && peer == root) {
+                let dst = args.recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
+                unpack(&staging[off..off + len], dst.cast(), count, args.recvtype, comm);
+            }
+        }
+    }
+    Done(rc)
+}
+
+/// # Safety
+/// `ptr` must point to `len` readable bytes when `len > 0`.
+unsafe fn slice_or_empty<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+    }
+}
+
+/// Where the blocks go at the root.
+struct RootPlan {
+    ty: TypeLayout,
+    layout: GatherLayout,
+    /// Byte offset of the lowest block from `recvbuf` (dense case).
+    base: isize,
+    /// Bytes from the lowest block start to the highest block end (dense),
+    /// or the total of all blocks (staging).
+    span: usize,
+}
+
+fn plan_root(args: &RootArgs<'_>, rank: usize, in_place: bool, my_bytes: usize) -> Result<RootPlan, &'static str> {
+    if handles::is_null_type(args.recvtype) {
+        return Err("null receive type");
+    }
+    if args.blocks.iter().any(|&(count, _)| count < 0) {
+        return Err("negative receive count");
+    }
+    let ty = handles::layout(args.recvtype);
+    let own_len = args.blocks[rank].0 as usize * ty.size;
+    if !in_place && my_bytes > own_len {
+        return Err("root's send block larger than its receive block");
+    }
+    let lens = args.blocks.iter().map(|&(count, _)| count as usize * ty.size);
+    if !ty.dense {
+        let mut cursor = 0;
+        let blocks = lens
+            .map(|len| {
+                let block = (cursor, len);
+                cursor += len;
+                block
+            })
+            .collect();
+        return Ok(RootPlan { ty, layout: GatherLayout { blocks }, base: 0, span: cursor });
+    }
+    let offsets: Vec<(isize, usize)> =
+        args.blocks.iter().zip(lens).map(|(&(_, displ), len)| (displ as isize * ty.extent, len)).collect();
+    let filled = || offsets.iter().filter(|&&(_, len)| len > 0);
+    let base = filled().map(|&(off, _)| off).min().unwrap_or(0);
+    let end = filled().map(|&(off, len)| off + len as isize).max().unwrap_or(0);
+    let blocks =
+        offsets.iter().map(|&(off, len)| if len > 0 { ((off - base) as usize, len) } else { (0, 0) }).collect();
+    Ok(RootPlan { ty, layout: GatherLayout { blocks }, base, span: (end - base) as usize })
+}
+
+// ---------------------------------------------------------------------------
+// The exported symbols.
+
+/// # Safety
+/// Called by MPI programs with MPI_Allreduce's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    entry(
+        Coll::Allreduce,
+        0,
+        |rt| reduction(rt, Coll::Allreduce, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
+        // SAFETY: the caller's arguments, unchanged.
+        || unsafe { PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) },
+    )
+}
+
+/// # Safety
+/// Called by MPI programs with MPI_Reduce's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry(
+        Coll::Reduce,
+        0,
+        |rt| reduction(rt, Coll::Reduce, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
+        // SAFETY: the caller's arguments, unchanged.
+        || unsafe { PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) },
+    )
+}
+
+/// # Safety
+/// Called by MPI programs with MPI_Bcast's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry(
+        Coll::Bcast,
+        0,
+        |rt| bcast(rt, buffer, count.into(), datatype, root, comm),
+        // SAFETY: the caller's arguments, unchanged.
+        || unsafe { PMPI_Bcast(buffer, count, datatype, root, comm) },
+    )
+}
+
+/// # Safety
+/// Called by MPI programs with MPI_Gatherv's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    entry(
+        Coll::Gatherv,
+        0,
+        |rt| {
+            let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+            let blocks: Vec<(i64, i64)>;
+            let root_args = if rank as c_int == root {
+                if recvcounts.is_null() || displs.is_null() {
+                    return Forward("null recvcounts or displs");
+                }
+                // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
+                blocks = unsafe {
+                    let counts = std::slice::from_raw_parts(recvcounts, size);
+                    let displs = std::slice::from_raw_parts(displs, size);
+                    counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into())).collect()
+                };
+                Some(RootArgs { recvbuf, blocks: &blocks, recvtype })
+            } else {
+                None
+            };
+            gatherv(rt, sendbuf, sendcount.into(), sendtype, root_args, root, comm)
+        },
+        // SAFETY: the caller's arguments, unchanged.
+        || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
+    )
+}
+
+/// Installs pcoll's MPI_Finalize hook on every rank, so that the job-wide
+/// summary can be combined across ranks.
+///
+/// # Safety
+/// Called by MPI programs with MPI_Init's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { PMPI_Init(argc, argv) };
+    if rc == MPI_SUCCESS as c_int {
+        let _ = catch_unwind(|| runtime::install_finalize_hook(true));
+    }
+    rc
+}
+
+/// # Safety
+/// Called by MPI programs with MPI_Init_thread's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    // SAFETY: the caller's arguments, unchanged.
+    let rc = unsafe { PMPI_Init_thread(argc, argv, required, provided) };
+    if rc == MPI_SUCCESS as c_int {
+        let _ = catch_unwind(|| runtime::install_finalize_hook(true));
+    }
+    rc
+}

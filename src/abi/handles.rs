@@ -1,0 +1,172 @@
+//! Classification of MPI datatype and operator handles into what pcoll's
+//! pure layers understand, and the combiners that apply an operator.
+
+use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
+use crate::core::types::{Elem, ReduceOp, TypeClass};
+use crate::exec::kernels::{self, KernelFn};
+use crate::exec::Combiner;
+use mpi_sys::*;
+use std::os::raw::c_int;
+
+/// Memory layout of `count` elements of a datatype.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TypeLayout {
+    /// Bytes of data per element (the type signature's size).
+    pub size: usize,
+    /// Distance between consecutive elements.
+    pub extent: isize,
+    /// Whether the bytes of consecutive elements are one contiguous run
+    /// starting at the buffer address, so the buffer can be used as bytes.
+    pub dense: bool,
+}
+
+/// Whether the handle is MPI_DATATYPE_NULL.
+pub(super) fn is_null_type(datatype: MPI_Datatype) -> bool {
+    classify(datatype).0 == class::PCOLL_CLASS_NULL
+}
+
+fn classify(datatype: MPI_Datatype) -> (class::Type, repr::Type) {
+    let mut rep: c_int = 0;
+    // SAFETY: the shim only compares the handle with the predefined ones.
+    let cls = unsafe { shim::pcoll_dtype_class(datatype, &mut rep) };
+    (cls as class::Type, rep as repr::Type)
+}
+
+/// The layout of a (non-null) datatype, from the host MPI.
+pub(super) fn layout(datatype: MPI_Datatype) -> TypeLayout {
+    let (mut size, mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0, 0);
+    // SAFETY: the out-pointers are valid locals; the handle is not null.
+    unsafe {
+        PMPI_Type_size(datatype, &mut size);
+        PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
+        PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
+    }
+    let size_a = size as MPI_Aint;
+    TypeLayout {
+        size: size.max(0) as usize,
+        extent: extent as isize,
+        dense: lb == 0 && true_lb == 0 && extent == size_a && true_extent == size_a,
+    }
+}
+
+/// How a reduction combines two vectors.
+pub(super) enum Combine {
+    /// A pcoll kernel.
+    Native(KernelFn),
+    /// The host MPI's MPI_Reduce_local: user-defined operators, and
+    /// predefined ones on types pcoll has no kernel for (long double, ...).
+    Host { op: MPI_Op, datatype: MPI_Datatype, extent: usize },
+}
+
+impl Combiner for Combine {
+    fn combine(&self, src: &[u8], dst: &mut [u8]) {
+        match *self {
+            Combine::Native(kernel) => kernel(src, dst),
+            Combine::Host { op, datatype, extent } => {
+                // Reduce_local takes an int count: go in chunks.
+                let per_call = (c_int::MAX as usize / extent).max(1) * extent;
+                for (s, d) in src.chunks(per_call).zip(dst.chunks_mut(per_call)) {
+                    // SAFETY: both slices hold d.len() / extent whole elements of `datatype`.
+                    unsafe {
+                        PMPI_Reduce_local(
+                            s.as_ptr().cast(),
+                            d.as_mut_ptr().cast(),
+                            (d.len() / extent) as c_int,
+                            datatype,
+                            op,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What pcoll needs to run a reduction with this datatype and operator.
+pub(super) struct Reduction {
+    /// Element extent: vectors are cut only at multiples of it.
+    pub unit: usize,
+    pub commutative: bool,
+    pub combine: Combine,
+}
+
+/// Classifies a reduction; the error says why the host MPI must run it
+/// (including every invalid combination, so the host reports it).
+pub(super) fn reduction(datatype: MPI_Datatype, op: MPI_Op) -> Result<Reduction, &'static str> {
+    let (cls, rep) = classify(datatype);
+    let type_class = match cls {
+        class::PCOLL_CLASS_NULL => return Err("null datatype"),
+        class::PCOLL_CLASS_DERIVED => return Err("derived datatype"),
+        class::PCOLL_CLASS_C_INTEGER => TypeClass::CInteger,
+        class::PCOLL_CLASS_MULTI_LANGUAGE => TypeClass::MultiLanguage,
+        class::PCOLL_CLASS_FLOATING => TypeClass::Floating,
+        class::PCOLL_CLASS_LOGICAL => TypeClass::Logical,
+        class::PCOLL_CLASS_COMPLEX => TypeClass::Complex,
+        class::PCOLL_CLASS_BYTE => TypeClass::Byte,
+        class::PCOLL_CLASS_PAIR => TypeClass::Pair,
+        _ => return Err("datatype without reduction operators"),
+    };
+    let unit = layout(datatype).extent;
+    if unit <= 0 {
+        return Err("datatype of non-positive extent");
+    }
+    let unit = unit as usize;
+    // SAFETY: plain handle comparison in the shim.
+    let code = unsafe { shim::pcoll_op_code(op) } as opc::Type;
+    let host = Combine::Host { op, datatype, extent: unit };
+    let predefined = match code {
+        opc::PCOLL_OP_USER => {
+            let mut commute: c_int = 0;
+            // SAFETY: `op` is a user operator handle; `commute` is a valid local.
+            unsafe { PMPI_Op_commutative(op, &mut commute) };
+            return Ok(Reduction { unit, commutative: commute != 0, combine: host });
+        }
+        opc::PCOLL_OP_MAX => ReduceOp::Max,
+        opc::PCOLL_OP_MIN => ReduceOp::Min,
+        opc::PCOLL_OP_SUM => ReduceOp::Sum,
+        opc::PCOLL_OP_PROD => ReduceOp::Prod,
+        opc::PCOLL_OP_LAND => ReduceOp::Land,
+        opc::PCOLL_OP_BAND => ReduceOp::Band,
+        opc::PCOLL_OP_LOR => ReduceOp::Lor,
+        opc::PCOLL_OP_BOR => ReduceOp::Bor,
+        opc::PCOLL_OP_LXOR => ReduceOp::Lxor,
+        opc::PCOLL_OP_BXOR => ReduceOp::Bxor,
+        opc::PCOLL_OP_MINLOC => ReduceOp::MinLoc,
+        opc::PCOLL_OP_MAXLOC => ReduceOp::MaxLoc,
+        _ => return Err("not a reduction operator"),
+    };
+    if !predefined.valid_for(type_class) {
+        return Err("operator not defined for this datatype");
+    }
+    // A native kernel only where its element layout is the host's.
+    let native = elem(rep).filter(|e| e.extent() == unit);
+    let combine = match native.and_then(|e| kernels::native(e, predefined)) {
+        Some(kernel) => Combine::Native(kernel),
+        None => host,
+    };
+    Ok(Reduction { unit, commutative: true, combine })
+}
+
+fn elem(rep: repr::Type) -> Option<Elem> {
+    Some(match rep {
+        repr::PCOLL_REPR_I8 => Elem::I8,
+        repr::PCOLL_REPR_U8 => Elem::U8,
+        repr::PCOLL_REPR_I16 => Elem::I16,
+        repr::PCOLL_REPR_U16 => Elem::U16,
+        repr::PCOLL_REPR_I32 => Elem::I32,
+        repr::PCOLL_REPR_U32 => Elem::U32,
+        repr::PCOLL_REPR_I64 => Elem::I64,
+        repr::PCOLL_REPR_U64 => Elem::U64,
+        repr::PCOLL_REPR_F32 => Elem::F32,
+        repr::PCOLL_REPR_F64 => Elem::F64,
+        repr::PCOLL_REPR_BOOL => Elem::Bool,
+        repr::PCOLL_REPR_C32 => Elem::C32,
+        repr::PCOLL_REPR_C64 => Elem::C64,
+        repr::PCOLL_REPR_F32_I32 => Elem::F32I32,
+        repr::PCOLL_REPR_F64_I32 => Elem::F64I32,
+        repr::PCOLL_REPR_I64_I32 => Elem::I64I32,
+        repr::PCOLL_REPR_I32_I32 => Elem::I32I32,
+        repr::PCOLL_REPR_I16_I32 => Elem::I16I32,
+        _ => return None,
+    })
+}

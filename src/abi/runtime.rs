@@ -1,0 +1,139 @@
+//! Process-wide state: the configuration (read once), logging, call
+//! statistics, and the MPI_Finalize hook (an attribute on MPI_COMM_SELF,
+//! whose delete callback MPI runs first thing in MPI_Finalize).
+
+use super::comm;
+use super::transport::check;
+use crate::exec::stats::{self, Stats};
+use crate::select::config::{Config, ConfigError};
+use mpi_sys::*;
+use once_cell::sync::OnceCell;
+use std::io::Write;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+pub(super) struct Runtime {
+    pub cfg: Config,
+    /// Per-process statistics, when PCOLL_STATS=1.
+    pub stats: Option<Mutex<Stats>>,
+}
+
+static RUNTIME: OnceCell<Result<Runtime, ConfigError>> = OnceCell::new();
+
+/// Set when the finalize hook was installed in MPI_Init(_thread): then every
+/// rank has it and the summary can be combined across the job.
+static HOOKED_AT_INIT: AtomicBool = AtomicBool::new(false);
+static HOOK: OnceCell<()> = OnceCell::new();
+
+fn world_rank() -> c_int {
+    let mut rank = 0;
+    // SAFETY: MPI is initialised whenever pcoll runs; `rank` is a valid local.
+    unsafe { PMPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank) };
+    rank
+}
+
+/// The runtime, initialised at the first collective. An invalid
+/// configuration stops the job here, naming the variable and the value.
+pub(super) fn get() -> &'static Runtime {
+    let runtime = RUNTIME.get_or_init(|| {
+        Config::from_env().map(|cfg| {
+            init_logging(&cfg);
+            install_finalize_hook(false);
+            log::info!("pcoll {} active, configuration {:?}", env!("CARGO_PKG_VERSION"), cfg);
+            Runtime { stats: cfg.stats.then(|| Mutex::new(Stats::default())), cfg }
+        })
+    });
+    match runtime {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("pcoll: {err}");
+            // SAFETY: aborting the job is the documented response to a bad configuration.
+            unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
+            unreachable!("MPI_Abort returned");
+        }
+    }
+}
+
+fn init_logging(cfg: &Config) {
+    let rank = world_rank();
+    let _ = env_logger::Builder::new()
+        .filter_level(cfg.log.to_filter())
+        .format(move |out, record| writeln!(out, "[pcoll {} rank {rank}] {}", record.level(), record.args()))
+        .target(env_logger::Target::Stderr)
+        .try_init();
+}
+
+/// Installs the finalize hook once. `at_init`: called from MPI_Init(_thread).
+pub(super) fn install_finalize_hook(at_init: bool) {
+    HOOK.get_or_init(|| {
+        let mut keyval = 0;
+        // SAFETY: `on_finalize` has the signature MPI expects; the attribute value is unused.
+        let rc = unsafe {
+            check(super::shim::pcoll_create_keyval(Some(on_finalize), &mut keyval))
+                .and_then(|()| check(PMPI_Comm_set_attr(RSMPI_COMM_SELF, keyval, std::ptr::null_mut())))
+        };
+        if rc.is_ok() {
+            HOOKED_AT_INIT.store(at_init, Ordering::Relaxed);
+        }
+    });
+}
+
+/// MPI_Finalize has begun: print the summary, free what pcoll holds.
+unsafe extern "C" fn on_finalize(
+    _comm: MPI_Comm,
+    mut keyval: c_int,
+    _value: *mut c_void,
+    _extra: *mut c_void,
+) -> c_int {
+    let outcome = std::panic::catch_unwind(|| {
+        if let Some(Ok(runtime)) = RUNTIME.get() {
+            if let Some(stats) = &runtime.stats {
+                print_summary(&stats.lock().unwrap());
+            }
+        } else if HOOKED_AT_INIT.load(Ordering::Relaxed) && Config::from_env().is_ok_and(|c| c.stats) {
+            // This rank ran no collective but the others may have: take part.
+            print_summary(&Stats::default());
+        }
+        comm::release_all();
+    });
+    if outcome.is_err() {
+        eprintln!("pcoll: internal error at MPI_Finalize");
+    }
+    // SAFETY: frees the hook's own keyval, no longer needed.
+    unsafe { PMPI_Comm_free_keyval(&mut keyval) };
+    MPI_SUCCESS as c_int
+}
+
+/// One summary for the whole job on world rank 0 (if every rank installed
+/// the hook at MPI_Init), else this rank's own.
+fn print_summary(local: &Stats) {
+    let flat = local.to_flat();
+    if !HOOKED_AT_INIT.load(Ordering::Relaxed) {
+        eprint!("{}", stats::summary(&flat, &flat, 1, &format!("{} (this rank only)", host_version())));
+        return;
+    }
+    let (mut sum, mut max) = (vec![0.0; flat.len()], vec![0.0; flat.len()]);
+    let mut size = 0;
+    // SAFETY: all buffers hold flat.len() doubles; every rank takes part
+    // (each installed the hook in MPI_Init) with tables of the same shape.
+    unsafe {
+        PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size);
+        let n = flat.len() as c_int;
+        PMPI_Reduce(flat.as_ptr().cast(), sum.as_mut_ptr().cast(), n, RSMPI_DOUBLE, RSMPI_SUM, 0, RSMPI_COMM_WORLD);
+        PMPI_Reduce(flat.as_ptr().cast(), max.as_mut_ptr().cast(), n, RSMPI_DOUBLE, RSMPI_MAX, 0, RSMPI_COMM_WORLD);
+    }
+    if world_rank() == 0 {
+        eprint!("{}", stats::summary(&sum, &max, size as usize, &host_version()));
+    }
+}
+
+/// First line of the host MPI's version string.
+fn host_version() -> String {
+    let mut buf = vec![0 as c_char; MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
+    let mut len = 0;
+    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING characters plus a terminator.
+    unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    let bytes: Vec<u8> = buf[..len.max(0) as usize].iter().map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).lines().next().unwrap_or("").trim().to_string()
+}

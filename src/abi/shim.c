@@ -1,0 +1,108 @@
+/* See shim.h. Handles are compared here, in C, because only the MPI header
+ * knows what they are. */
+#include "shim.h"
+#include <stddef.h>
+
+/* Representation of an integer type from its size and signedness. */
+#define INT_REPR(T)                                                              \
+    ((T)-1 < (T)1 ? (sizeof(T) == 1   ? PCOLL_REPR_I8                            \
+                     : sizeof(T) == 2 ? PCOLL_REPR_I16                           \
+                     : sizeof(T) == 4 ? PCOLL_REPR_I32                           \
+                     : sizeof(T) == 8 ? PCOLL_REPR_I64                           \
+                                      : PCOLL_REPR_NONE)                         \
+                  : (sizeof(T) == 1   ? PCOLL_REPR_U8                            \
+                     : sizeof(T) == 2 ? PCOLL_REPR_U16                           \
+                     : sizeof(T) == 4 ? PCOLL_REPR_U32                           \
+                     : sizeof(T) == 8 ? PCOLL_REPR_U64                           \
+                                      : PCOLL_REPR_NONE))
+
+struct long_int { long v; int i; };
+
+struct dtype_entry {
+    MPI_Datatype handle;
+    int cls;
+    int repr;
+};
+
+int pcoll_dtype_class(MPI_Datatype datatype, int *repr)
+{
+    const struct dtype_entry table[] = {
+        {MPI_INT, PCOLL_CLASS_C_INTEGER, INT_REPR(int)},
+        {MPI_LONG, PCOLL_CLASS_C_INTEGER, INT_REPR(long)},
+        {MPI_SHORT, PCOLL_CLASS_C_INTEGER, INT_REPR(short)},
+        {MPI_UNSIGNED_SHORT, PCOLL_CLASS_C_INTEGER, INT_REPR(unsigned short)},
+        {MPI_UNSIGNED, PCOLL_CLASS_C_INTEGER, INT_REPR(unsigned)},
+        {MPI_UNSIGNED_LONG, PCOLL_CLASS_C_INTEGER, INT_REPR(unsigned long)},
+        {MPI_LONG_LONG_INT, PCOLL_CLASS_C_INTEGER, INT_REPR(long long)},
+        {MPI_LONG_LONG, PCOLL_CLASS_C_INTEGER, INT_REPR(long long)},
+        {MPI_UNSIGNED_LONG_LONG, PCOLL_CLASS_C_INTEGER, INT_REPR(unsigned long long)},
+        {MPI_SIGNED_CHAR, PCOLL_CLASS_C_INTEGER, INT_REPR(signed char)},
+        {MPI_UNSIGNED_CHAR, PCOLL_CLASS_C_INTEGER, INT_REPR(unsigned char)},
+        {MPI_INT8_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_I8},
+        {MPI_INT16_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_I16},
+        {MPI_INT32_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_I32},
+        {MPI_INT64_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_I64},
+        {MPI_UINT8_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_U8},
+        {MPI_UINT16_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_U16},
+        {MPI_UINT32_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_U32},
+        {MPI_UINT64_T, PCOLL_CLASS_C_INTEGER, PCOLL_REPR_U64},
+        {MPI_AINT, PCOLL_CLASS_MULTI_LANGUAGE, INT_REPR(MPI_Aint)},
+        {MPI_OFFSET, PCOLL_CLASS_MULTI_LANGUAGE, INT_REPR(MPI_Offset)},
+        {MPI_COUNT, PCOLL_CLASS_MULTI_LANGUAGE, INT_REPR(MPI_Count)},
+        {MPI_FLOAT, PCOLL_CLASS_FLOATING, sizeof(float) == 4 ? PCOLL_REPR_F32 : PCOLL_REPR_NONE},
+        {MPI_DOUBLE, PCOLL_CLASS_FLOATING, sizeof(double) == 8 ? PCOLL_REPR_F64 : PCOLL_REPR_NONE},
+        {MPI_LONG_DOUBLE, PCOLL_CLASS_FLOATING, PCOLL_REPR_NONE},
+        {MPI_C_BOOL, PCOLL_CLASS_LOGICAL, sizeof(_Bool) == 1 ? PCOLL_REPR_BOOL : PCOLL_REPR_NONE},
+        {MPI_C_FLOAT_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C32},
+        {MPI_C_DOUBLE_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C64},
+        {MPI_C_LONG_DOUBLE_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_NONE},
+        {MPI_BYTE, PCOLL_CLASS_BYTE, PCOLL_REPR_U8},
+        {MPI_FLOAT_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_F32_I32},
+        {MPI_DOUBLE_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_F64_I32},
+        {MPI_LONG_INT, PCOLL_CLASS_PAIR,
+         sizeof(struct long_int) == 16 && sizeof(long) == 8 ? PCOLL_REPR_I64_I32 : PCOLL_REPR_NONE},
+        {MPI_2INT, PCOLL_CLASS_PAIR, PCOLL_REPR_I32_I32},
+        {MPI_SHORT_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_I16_I32},
+        {MPI_LONG_DOUBLE_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_NONE},
+        {MPI_CHAR, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
+        {MPI_WCHAR, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
+        {MPI_PACKED, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
+    };
+    *repr = PCOLL_REPR_NONE;
+    if (datatype == MPI_DATATYPE_NULL)
+        return PCOLL_CLASS_NULL;
+    for (size_t k = 0; k < sizeof table / sizeof table[0]; k++) {
+        if (table[k].handle == datatype) {
+            *repr = table[k].repr;
+            return table[k].cls;
+        }
+    }
+    return PCOLL_CLASS_DERIVED;
+}
+
+int pcoll_op_code(MPI_Op op)
+{
+    const struct {
+        MPI_Op handle;
+        int code;
+    } table[] = {
+        {MPI_MAX, PCOLL_OP_MAX},       {MPI_MIN, PCOLL_OP_MIN},       {MPI_SUM, PCOLL_OP_SUM},
+        {MPI_PROD, PCOLL_OP_PROD},     {MPI_LAND, PCOLL_OP_LAND},     {MPI_BAND, PCOLL_OP_BAND},
+        {MPI_LOR, PCOLL_OP_LOR},       {MPI_BOR, PCOLL_OP_BOR},       {MPI_LXOR, PCOLL_OP_LXOR},
+        {MPI_BXOR, PCOLL_OP_BXOR},     {MPI_MINLOC, PCOLL_OP_MINLOC}, {MPI_MAXLOC, PCOLL_OP_MAXLOC},
+        {MPI_OP_NULL, PCOLL_OP_OTHER}, {MPI_REPLACE, PCOLL_OP_OTHER}, {MPI_NO_OP, PCOLL_OP_OTHER},
+    };
+    for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
+        if (table[k].handle == op)
+            return table[k].code;
+    return PCOLL_OP_USER;
+}
+
+void *pcoll_in_place(void) { return MPI_IN_PLACE; }
+
+MPI_Datatype pcoll_dtype_byte(void) { return MPI_BYTE; }
+
+int pcoll_create_keyval(MPI_Comm_delete_attr_function *delete_fn, int *keyval)
+{
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, keyval, NULL);
+}
