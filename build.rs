@@ -1,6 +1,10 @@
 //! With the `mpi` feature: compiles the C shim (src/abi/shim.c) with the
-//! host MPI's compiler wrapper ($MPICC, default `mpicc`) and generates its
-//! Rust declarations with bindgen. Without it there is nothing to build.
+//! host MPI's compiler wrapper ($MPICC, default `mpicc`), generates its
+//! Rust declarations with bindgen, and sets `cfg(pcoll_large_count)` when
+//! the host MPI declares the MPI-4 large-count functions (MPI_Bcast_c, ...),
+//! and `cfg(pcoll_mpi = "mpich" | "openmpi")` from mpi.h's MPICH_VERSION /
+//! OPEN_MPI macros (the Fortran entry points differ per implementation).
+//! Without the feature there is nothing to build.
 
 use std::env;
 use std::path::PathBuf;
@@ -10,11 +14,20 @@ fn main() {
     println!("cargo:rerun-if-changed=src/abi/shim.c");
     println!("cargo:rerun-if-changed=src/abi/shim.h");
     println!("cargo:rerun-if-env-changed=MPICC");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_large_count)");
+    println!("cargo::rustc-check-cfg=cfg(pcoll_mpi, values(\"mpich\", \"openmpi\"))");
     if env::var_os("CARGO_FEATURE_MPI").is_none() {
         return;
     }
     let mpicc = env::var("MPICC").unwrap_or_else(|_| "mpicc".into());
     let include_dirs = mpi_include_dirs(&mpicc);
+    let macros = mpi_h_macros(&mpicc);
+    if mpi_version(&macros) >= 4 {
+        println!("cargo:rustc-cfg=pcoll_large_count");
+    }
+    if let Some(name) = mpi_implementation(&macros) {
+        println!("cargo:rustc-cfg=pcoll_mpi=\"{name}\"");
+    }
 
     cc::Build::new().compiler(&mpicc).file("src/abi/shim.c").warnings(true).compile("pcoll_shim");
 
@@ -48,4 +61,39 @@ fn mpi_include_dirs(mpicc: &str) -> Vec<String> {
         .split_whitespace()
         .filter_map(|arg| arg.strip_prefix("-I").map(str::to_string))
         .collect()
+}
+
+/// The macros the host's mpi.h defines (`#define NAME VALUE` lines).
+fn mpi_h_macros(mpicc: &str) -> String {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(mpicc)
+        .args(["-dM", "-E", "-x", "c", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("running the MPI compiler wrapper");
+    child.stdin.take().unwrap().write_all(b"#include <mpi.h>\n").unwrap();
+    let output = child.wait_with_output().expect("preprocessing mpi.h");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// MPI_VERSION of the host's mpi.h (the large-count functions are MPI-4).
+fn mpi_version(macros: &str) -> u32 {
+    macros
+        .lines()
+        .find_map(|line| line.strip_prefix("#define MPI_VERSION ").and_then(|v| v.trim().parse().ok()))
+        .expect("mpi.h defines MPI_VERSION")
+}
+
+/// Which MPI the header belongs to, from the macro each one defines.
+fn mpi_implementation(macros: &str) -> Option<&'static str> {
+    let defines = |name: &str| macros.lines().any(|line| line.split_whitespace().nth(1) == Some(name));
+    if defines("OPEN_MPI") {
+        Some("openmpi")
+    } else if defines("MPICH_VERSION") {
+        Some("mpich")
+    } else {
+        None
+    }
 }

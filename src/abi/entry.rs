@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// What pcoll does with a call.
-enum Outcome {
+pub(super) enum Outcome {
     /// pcoll ran it; the MPI return code.
     Done(c_int),
     /// The host MPI must run it, for this reason.
@@ -28,7 +28,7 @@ use Outcome::{Done, Forward};
 
 /// Wraps every entry point: the panic boundary (no panic crosses into C),
 /// PCOLL_ENABLE, and accounting for forwarded calls.
-fn entry(coll: Coll, bytes: usize, run: impl FnOnce(&Runtime) -> Outcome, forward: impl FnOnce() -> c_int) -> c_int {
+pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: impl FnOnce() -> c_int) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let rt = runtime::get();
         if !rt.cfg.enable {
@@ -41,7 +41,7 @@ fn entry(coll: Coll, bytes: usize, run: impl FnOnce(&Runtime) -> Outcome, forwar
                 let start = Instant::now();
                 let rc = forward();
                 if let Some(stats) = &rt.stats {
-                    stats.lock().unwrap().record(coll, None, bytes, start.elapsed().as_secs_f64());
+                    stats.lock().unwrap().record(coll, None, 0, start.elapsed().as_secs_f64());
                 }
                 rc
             }
@@ -170,7 +170,7 @@ fn execute(
 
 /// Allreduce (`root` None) and Reduce.
 #[allow(clippy::too_many_arguments)]
-fn reduction(
+pub(super) fn reduction(
     rt: &Runtime,
     coll: Coll,
     sendbuf: *const c_void,
@@ -226,31 +226,61 @@ fn reduction(
     Done(execute(rt, comm, &call, &GatherLayout::default(), send, recv, &red.combine as &Combine))
 }
 
+/// Runs of at most `c_int::MAX` packed bytes that `count` elements of a
+/// type split into, as (first element, elements): MPI_Pack takes int sizes.
+fn pack_runs(count: i64, ty: &TypeLayout) -> impl Iterator<Item = (i64, i64)> {
+    let per_run = (c_int::MAX as usize / ty.size.max(1)).max(1) as i64;
+    (0..count).step_by(per_run as usize).map(move |first| (first, per_run.min(count - first)))
+}
+
 /// Packs `count` elements of a non-dense datatype into their signature bytes.
-fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, bytes: usize, comm: MPI_Comm) -> Vec<u8> {
-    let mut packed = vec![0u8; bytes];
-    let mut position: c_int = 0;
-    // SAFETY: `packed` holds the `bytes` = count × type size bytes the host
-    // packs `count` elements into (homogeneous native format); the user's
-    // buffer holds `count` elements per MPI's rules.
-    unsafe {
-        PMPI_Pack(buf, count as c_int, datatype, packed.as_mut_ptr().cast(), bytes as c_int, &mut position, comm);
+fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout, comm: MPI_Comm) -> Vec<u8> {
+    let mut packed = vec![0u8; count as usize * ty.size];
+    for (first, n) in pack_runs(count, ty) {
+        let run = &mut packed[first as usize * ty.size..(first + n) as usize * ty.size];
+        let mut position: c_int = 0;
+        // SAFETY: `run` holds the n × size bytes the host packs n elements
+        // into (homogeneous native format); the user's buffer holds `count`
+        // elements of `datatype`, element `first` at first × extent.
+        unsafe {
+            let src = buf.cast::<u8>().wrapping_offset(first as isize * ty.extent);
+            PMPI_Pack(
+                src.cast(),
+                n as c_int,
+                datatype,
+                run.as_mut_ptr().cast(),
+                run.len() as c_int,
+                &mut position,
+                comm,
+            );
+        }
+        assert_eq!(position as usize, run.len(), "packed size differs from the type signature");
     }
-    assert_eq!(position as usize, bytes, "packed size differs from the type signature");
     packed
 }
 
 /// Inverse of [`pack`].
-fn unpack(packed: &[u8], buf: *mut c_void, count: i64, datatype: MPI_Datatype, comm: MPI_Comm) {
-    let mut position: c_int = 0;
-    // SAFETY: `packed` holds what `pack` produced for `count` elements; the
-    // user's buffer holds `count` elements of `datatype`.
-    unsafe {
-        PMPI_Unpack(packed.as_ptr().cast(), packed.len() as c_int, &mut position, buf, count as c_int, datatype, comm);
+fn unpack(packed: &[u8], buf: *mut c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout, comm: MPI_Comm) {
+    for (first, n) in pack_runs(count, ty) {
+        let run = &packed[first as usize * ty.size..(first + n) as usize * ty.size];
+        let mut position: c_int = 0;
+        // SAFETY: `run` holds what `pack` produced for these n elements; the
+        // user's buffer holds `count` elements of `datatype`.
+        unsafe {
+            let dst = buf.cast::<u8>().wrapping_offset(first as isize * ty.extent);
+            PMPI_Unpack(run.as_ptr().cast(), run.len() as c_int, &mut position, dst.cast(), n as c_int, datatype, comm);
+        }
     }
 }
 
-fn bcast(rt: &Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Outcome {
+pub(super) fn bcast(
+    rt: &Runtime,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Outcome {
     let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
     if count < 0 || handles::is_null_type(datatype) || root < 0 || root as usize >= size {
         return Forward("invalid argument");
@@ -275,10 +305,10 @@ fn bcast(rt: &Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, roo
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
         return Done(execute(rt, comm, &call, &layout, None, data, &NoReduction));
     }
-    let mut packed = if rank == root { pack(buf, count, datatype, bytes, comm) } else { vec![0u8; bytes] };
+    let mut packed = if rank == root { pack(buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
     let rc = execute(rt, comm, &call, &layout, None, &mut packed, &NoReduction);
     if rank != root && rc == MPI_SUCCESS as c_int {
-        unpack(&packed, buf, count, datatype, comm);
+        unpack(&packed, buf, count, datatype, &ty, comm);
     }
     Done(rc)
 }
@@ -290,12 +320,18 @@ struct RootArgs<'a> {
     recvtype: MPI_Datatype,
 }
 
-fn gatherv(
+/// Gatherv with MPI_Gatherv's own arguments; counts and displacements of
+/// any integer width (int, or MPI_Count and MPI_Aint for MPI_Gatherv_c).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     rt: &Runtime,
     sendbuf: *const c_void,
     sendcount: i64,
     sendtype: MPI_Datatype,
-    root_args: Option<RootArgs<'_>>,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const D,
+    recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
 ) -> Outcome {
@@ -303,6 +339,21 @@ fn gatherv(
     if root < 0 || root as usize >= size {
         return Forward("invalid root");
     }
+    let blocks: Vec<(i64, i64)>;
+    let root_args = if rank as c_int == root {
+        if recvcounts.is_null() || displs.is_null() {
+            return Forward("null recvcounts or displs");
+        }
+        // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
+        blocks = unsafe {
+            let counts = std::slice::from_raw_parts(recvcounts, size);
+            let displs = std::slice::from_raw_parts(displs, size);
+            counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into())).collect()
+        };
+        Some(RootArgs { recvbuf, blocks: &blocks, recvtype })
+    } else {
+        None
+    };
     let root = root as usize;
     let in_place = rank == root && sendbuf == in_place();
     if !in_place && (sendcount < 0 || handles::is_null_type(sendtype)) {
@@ -334,8 +385,8 @@ fn gatherv(
             // SAFETY: a dense send buffer of `sendcount` elements is `my_bytes` contiguous bytes.
             Some(unsafe { slice_or_empty(sendbuf, my_bytes) })
         }
-        Some(_) => {
-            packed_send = pack(sendbuf, sendcount, sendtype, my_bytes, comm);
+        Some(ref t) => {
+            packed_send = pack(sendbuf, sendcount, sendtype, t, comm);
             Some(&packed_send)
         }
     };
@@ -356,7 +407,7 @@ fn gatherv(
         for (peer, (&(count, displ), &(off, len))) in args.blocks.iter().zip(&plan.layout.blocks).enumerate() {
             if len > 0 && !(in_place && peer == root) {
                 let dst = args.recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
-                unpack(&staging[off..off + len], dst.cast(), count, args.recvtype, comm);
+                unpack(&staging[off..off + len], dst.cast(), count, args.recvtype, &plan.ty, comm);
             }
         }
     }
@@ -435,7 +486,6 @@ pub unsafe extern "C" fn MPI_Allreduce(
 ) -> c_int {
     entry(
         Coll::Allreduce,
-        0,
         |rt| reduction(rt, Coll::Allreduce, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) },
@@ -456,7 +506,6 @@ pub unsafe extern "C" fn MPI_Reduce(
 ) -> c_int {
     entry(
         Coll::Reduce,
-        0,
         |rt| reduction(rt, Coll::Reduce, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) },
@@ -475,7 +524,6 @@ pub unsafe extern "C" fn MPI_Bcast(
 ) -> c_int {
     entry(
         Coll::Bcast,
-        0,
         |rt| bcast(rt, buffer, count.into(), datatype, root, comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Bcast(buffer, count, datatype, root, comm) },
@@ -498,26 +546,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
 ) -> c_int {
     entry(
         Coll::Gatherv,
-        0,
-        |rt| {
-            let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
-            let blocks: Vec<(i64, i64)>;
-            let root_args = if rank as c_int == root {
-                if recvcounts.is_null() || displs.is_null() {
-                    return Forward("null recvcounts or displs");
-                }
-                // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
-                blocks = unsafe {
-                    let counts = std::slice::from_raw_parts(recvcounts, size);
-                    let displs = std::slice::from_raw_parts(displs, size);
-                    counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into())).collect()
-                };
-                Some(RootArgs { recvbuf, blocks: &blocks, recvtype })
-            } else {
-                None
-            };
-            gatherv(rt, sendbuf, sendcount.into(), sendtype, root_args, root, comm)
-        },
+        |rt| gatherv(rt, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
     )

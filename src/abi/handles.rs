@@ -42,6 +42,8 @@ pub(super) fn layout(datatype: MPI_Datatype) -> TypeLayout {
         PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
     }
     let size_a = size as MPI_Aint;
+    // MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI.
+    #[allow(clippy::unnecessary_cast)]
     TypeLayout {
         size: size.max(0) as usize,
         extent: extent as isize,
@@ -98,6 +100,7 @@ pub(super) fn reduction(datatype: MPI_Datatype, op: MPI_Op) -> Result<Reduction,
         class::PCOLL_CLASS_NULL => return Err("null datatype"),
         class::PCOLL_CLASS_DERIVED => return Err("derived datatype"),
         class::PCOLL_CLASS_C_INTEGER => TypeClass::CInteger,
+        class::PCOLL_CLASS_FORTRAN_INTEGER => TypeClass::FortranInteger,
         class::PCOLL_CLASS_MULTI_LANGUAGE => TypeClass::MultiLanguage,
         class::PCOLL_CLASS_FLOATING => TypeClass::Floating,
         class::PCOLL_CLASS_LOGICAL => TypeClass::Logical,

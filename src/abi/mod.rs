@@ -5,7 +5,10 @@
 
 mod comm;
 mod entry;
+mod fortran;
 mod handles;
+#[cfg(pcoll_large_count)]
+mod large_count;
 mod runtime;
 mod transport;
 

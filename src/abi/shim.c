@@ -64,6 +64,29 @@ int pcoll_dtype_class(MPI_Datatype datatype, int *repr)
         {MPI_2INT, PCOLL_CLASS_PAIR, PCOLL_REPR_I32_I32},
         {MPI_SHORT_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_I16_I32},
         {MPI_LONG_DOUBLE_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_NONE},
+        /* The Fortran types: representations assume gfortran's default
+         * kinds; handles.rs uses a kernel only if its element size is the
+         * host's extent, else the host's MPI_Reduce_local combines. */
+        {MPI_INTEGER, PCOLL_CLASS_FORTRAN_INTEGER, PCOLL_REPR_I32},
+        {MPI_INTEGER1, PCOLL_CLASS_FORTRAN_INTEGER, PCOLL_REPR_I8},
+        {MPI_INTEGER2, PCOLL_CLASS_FORTRAN_INTEGER, PCOLL_REPR_I16},
+        {MPI_INTEGER4, PCOLL_CLASS_FORTRAN_INTEGER, PCOLL_REPR_I32},
+        {MPI_INTEGER8, PCOLL_CLASS_FORTRAN_INTEGER, PCOLL_REPR_I64},
+        {MPI_REAL, PCOLL_CLASS_FLOATING, PCOLL_REPR_F32},
+        {MPI_DOUBLE_PRECISION, PCOLL_CLASS_FLOATING, PCOLL_REPR_F64},
+        {MPI_REAL4, PCOLL_CLASS_FLOATING, PCOLL_REPR_F32},
+        {MPI_REAL8, PCOLL_CLASS_FLOATING, PCOLL_REPR_F64},
+        {MPI_REAL16, PCOLL_CLASS_FLOATING, PCOLL_REPR_NONE},
+        {MPI_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C32},
+        {MPI_DOUBLE_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C64},
+        {MPI_COMPLEX8, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C32},
+        {MPI_COMPLEX16, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C64},
+        {MPI_COMPLEX32, PCOLL_CLASS_COMPLEX, PCOLL_REPR_NONE},
+        {MPI_LOGICAL, PCOLL_CLASS_LOGICAL, PCOLL_REPR_NONE}, /* the compiler's .true. */
+        {MPI_2INTEGER, PCOLL_CLASS_PAIR, PCOLL_REPR_I32_I32},
+        {MPI_2REAL, PCOLL_CLASS_PAIR, PCOLL_REPR_NONE},
+        {MPI_2DOUBLE_PRECISION, PCOLL_CLASS_PAIR, PCOLL_REPR_NONE},
+        {MPI_CHARACTER, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
         {MPI_CHAR, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
         {MPI_WCHAR, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
         {MPI_PACKED, PCOLL_CLASS_OTHER, PCOLL_REPR_NONE},
@@ -106,3 +129,28 @@ int pcoll_create_keyval(MPI_Comm_delete_attr_function *delete_fn, int *keyval)
 {
     return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, keyval, NULL);
 }
+
+#ifdef OPEN_MPI
+/* Open MPI's Fortran MPI_IN_PLACE and MPI_BOTTOM are the addresses of the
+ * common blocks mpi_fortran_in_place and mpi_fortran_bottom, spelled the way
+ * the Fortran compiler names symbols (libmpi defines the spelling it was
+ * configured for; gfortran: one trailing underscore). Weak references: a
+ * spelling the host does not define has the address NULL. */
+#define FORTRAN_SENTINEL(UPPER, lower)                                                  \
+    extern int UPPER __attribute__((weak)), lower __attribute__((weak)),                \
+        lower##_ __attribute__((weak)), lower##__ __attribute__((weak));                \
+    static int is_##lower(const void *buf)                                              \
+    {                                                                                   \
+        return buf != NULL && (buf == &UPPER || buf == &lower || buf == &lower##_ ||    \
+                               buf == &lower##__);                                      \
+    }
+FORTRAN_SENTINEL(MPI_FORTRAN_IN_PLACE, mpi_fortran_in_place)
+FORTRAN_SENTINEL(MPI_FORTRAN_BOTTOM, mpi_fortran_bottom)
+
+void *pcoll_fortran_buffer(void *buf, int in_place_allowed)
+{
+    if (in_place_allowed && is_mpi_fortran_in_place(buf))
+        return MPI_IN_PLACE;
+    return is_mpi_fortran_bottom(buf) ? MPI_BOTTOM : buf;
+}
+#endif

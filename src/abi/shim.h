@@ -11,6 +11,7 @@ enum pcoll_class {
     PCOLL_CLASS_NULL = 0, /* MPI_DATATYPE_NULL */
     PCOLL_CLASS_DERIVED, /* not a predefined datatype */
     PCOLL_CLASS_C_INTEGER,
+    PCOLL_CLASS_FORTRAN_INTEGER, /* MPI_INTEGER, MPI_INTEGERn */
     PCOLL_CLASS_MULTI_LANGUAGE, /* MPI_AINT, MPI_OFFSET, MPI_COUNT */
     PCOLL_CLASS_FLOATING,
     PCOLL_CLASS_LOGICAL,
@@ -45,6 +46,12 @@ int pcoll_op_code(MPI_Op op);
 
 void *pcoll_in_place(void);
 MPI_Datatype pcoll_dtype_byte(void);
+
+#ifdef OPEN_MPI
+/* A Fortran buffer argument as C sees it: Open MPI's Fortran MPI_IN_PLACE
+ * (only if in_place_allowed) and MPI_BOTTOM become the C constants. */
+void *pcoll_fortran_buffer(void *buf, int in_place_allowed);
+#endif
 
 /* A communicator keyval whose attribute is not copied by MPI_Comm_dup. */
 int pcoll_create_keyval(MPI_Comm_delete_attr_function *delete_fn, int *keyval);

@@ -115,6 +115,8 @@ pub enum ReduceOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TypeClass {
     CInteger,
+    /// MPI_INTEGER, MPI_INTEGERn: as C integers, without the logical operators.
+    FortranInteger,
     /// MPI_AINT, MPI_OFFSET, MPI_COUNT.
     MultiLanguage,
     Floating,
@@ -131,13 +133,13 @@ impl ReduceOp {
     pub fn valid_for(self, class: TypeClass) -> bool {
         use TypeClass::*;
         match self {
-            ReduceOp::Max | ReduceOp::Min => matches!(class, CInteger | MultiLanguage | Floating),
+            ReduceOp::Max | ReduceOp::Min => matches!(class, CInteger | FortranInteger | MultiLanguage | Floating),
             ReduceOp::Sum | ReduceOp::Prod => {
-                matches!(class, CInteger | MultiLanguage | Floating | Complex)
+                matches!(class, CInteger | FortranInteger | MultiLanguage | Floating | Complex)
             }
             ReduceOp::Land | ReduceOp::Lor | ReduceOp::Lxor => matches!(class, CInteger | Logical),
             ReduceOp::Band | ReduceOp::Bor | ReduceOp::Bxor => {
-                matches!(class, CInteger | MultiLanguage | Byte)
+                matches!(class, CInteger | FortranInteger | MultiLanguage | Byte)
             }
             ReduceOp::MinLoc | ReduceOp::MaxLoc => class == Pair,
         }

@@ -1,0 +1,901 @@
+/*
+ * pcoll_bench -- pcoll versus the host MPI's own collectives, in one run.
+ *
+ * With libpcoll.so preloaded (or linked before libmpi), MPI_Allreduce & co.
+ * run pcoll while PMPI_Allreduce & co. run the host MPI's algorithm, so one
+ * process can time both side by side under identical conditions.  Without
+ * the library both names resolve to the host MPI and the ratios sit near 1,
+ * which is how the harness itself is checked.
+ *
+ * Method, for every collective and message size:
+ *   - check once that pcoll and the stock MPI produce the correct result
+ *     (exact integer-valued doubles, so any summation order is bitwise exact)
+ *     and that pcoll left the send buffer alone; a cell that fails is
+ *     reported as WRONG and pcoll is not timed for it;
+ *   - a few warm-up pairs estimate the cost; rank 0 picks the iteration
+ *     count so the point takes about --time seconds (clamped to
+ *     [--min-iters, --max-iters]), unless --iters fixes it;
+ *   - timed loop alternates pcoll and stock in pairs (the order inside a
+ *     pair is a deterministic coin flip, to break period-2 aliasing), each
+ *     call after its own PMPI_Barrier, timed with MPI_Wtime; every call uses a fresh
+ *     buffer slot from arenas larger than twice the last-level cache, so
+ *     the data is never cache-hot from the previous iteration;
+ *   - per iteration the time is the maximum over ranks (the collective is
+ *     as slow as its slowest rank); we report the median (p10/p90 in CSV).
+ * memcpy_us is the median time of one memcpy of the message size, done by
+ * all ranks at once (slowest rank), through the same rotating buffers: the
+ * physical reference for moving that many bytes once.
+ *
+ * Reduce/Allreduce: MPI_DOUBLE, MPI_SUM, bytes = count * 8.
+ * Bcast: MPI_BYTE, root 0.  Gatherv: MPI_BYTE, equal blocks, root 0,
+ * bytes = the per-rank block.
+ *
+ * All harness traffic (barriers, the max over ranks, parameter broadcast)
+ * goes through PMPI_* so pcoll is never part of the measurement machinery.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_GATHERV, NCOLL };
+static const char *const coll_name[NCOLL] = {"allreduce", "reduce", "bcast", "gatherv"};
+static const char *const coll_sym[NCOLL] = {"Allreduce", "Reduce", "Bcast", "Gatherv"};
+
+#define PAGE 4096UL
+#define MAX_SIZES 64
+
+/* bits of the verification result */
+#define BAD_PCOLL 1
+#define BAD_STOCK 2
+#define BAD_SENDBUF 4
+#define BAD_RC 8
+
+struct opts {
+    unsigned colls;        /* bitmask over coll ids */
+    size_t min_bytes, max_bytes;
+    int step;              /* size multiplier: 2 or 4 */
+    size_t sizes[MAX_SIZES];
+    int nsizes;            /* explicit --sizes list, 0 = generate */
+    int iters;             /* fixed iteration count, 0 = adaptive */
+    int min_iters, max_iters, warmup;
+    double time_per_point; /* seconds for pcoll+stock of one point */
+    const char *csv;
+    const char *label;     /* free text for the header / csv (e.g. "mpich") */
+    size_t llc_bytes;      /* 0 = detect */
+    int no_memcpy;
+};
+
+static int rank, nranks;
+static int local_ranks = 1; /* ranks on rank 0's node */
+static MPI_Comm world;
+
+/* rotating buffer arenas */
+static char *send_arena, *recv_arena;
+static size_t send_arena_sz, recv_arena_sz;
+static size_t slot_counter;
+static int *gv_counts, *gv_displs;
+
+static void die(const char *msg)
+{
+    if (rank == 0)
+        fprintf(stderr, "pcoll_bench: %s\n", msg);
+    PMPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+/* ---------------------------------------------------------------- options */
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': v *= 1024.0; end++; break;
+    case 'M': v *= 1024.0 * 1024.0; end++; break;
+    case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
+    default: break;
+    }
+    if (toupper((unsigned char)*end) == 'I')
+        end++;
+    if (toupper((unsigned char)*end) == 'B')
+        end++;
+    if (*end != '\0')
+        return 0;
+    return (size_t)v;
+}
+
+static void usage(void)
+{
+    if (rank != 0)
+        return;
+    printf(
+        "usage: pcoll_bench [options]\n"
+        "  --colls LIST      comma list of allreduce,reduce,bcast,gatherv (default all)\n"
+        "  --min-bytes N     smallest message (default 8)\n"
+        "  --max-bytes N     largest message (default 16M); K/M/G suffixes allowed\n"
+        "  --step 2|4        size multiplier (default 4; max-bytes is always included)\n"
+        "  --sizes LIST      explicit comma list of sizes instead of min/max/step\n"
+        "  --iters N         fixed iterations per point (default: adaptive)\n"
+        "  --time SEC        adaptive target seconds per point (default 1.0)\n"
+        "  --min-iters N     adaptive lower bound (default 5)\n"
+        "  --max-iters N     adaptive upper bound (default 20000)\n"
+        "  --warmup N        warm-up pairs per point (default 3)\n"
+        "  --llc-mb N        last-level cache size to defeat (default: detected)\n"
+        "  --no-memcpy       skip the memcpy reference column\n"
+        "  --label TEXT      label for the header and CSV (e.g. mpich)\n"
+        "  --csv FILE        write raw per-point statistics to FILE\n");
+}
+
+static unsigned parse_colls(const char *s)
+{
+    unsigned mask = 0;
+    char *dup = strdup(s), *save = NULL;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        if (!strcmp(t, "all")) {
+            mask |= (1u << NCOLL) - 1;
+            continue;
+        }
+        for (int c = 0; c < NCOLL; c++)
+            if (!strcasecmp(t, coll_name[c])) {
+                mask |= 1u << c;
+                found = 1;
+            }
+        if (!found) {
+            free(dup);
+            return 0;
+        }
+    }
+    free(dup);
+    return mask;
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->colls = (1u << NCOLL) - 1;
+    o->min_bytes = 8;
+    o->max_bytes = 16UL << 20;
+    o->step = 4;
+    o->min_iters = 5;
+    o->max_iters = 20000;
+    o->warmup = 3;
+    o->time_per_point = 1.0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+#define NEEDV() do { if (!v) die("missing value for option"); i++; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            PMPI_Finalize();
+            exit(0);
+        } else if (!strcmp(a, "--colls")) {
+            NEEDV();
+            if (!(o->colls = parse_colls(v)))
+                die("--colls: expected a comma list of allreduce,reduce,bcast,gatherv");
+        } else if (!strcmp(a, "--min-bytes")) {
+            NEEDV();
+            if (!(o->min_bytes = parse_size(v)))
+                die("--min-bytes: bad size");
+        } else if (!strcmp(a, "--max-bytes")) {
+            NEEDV();
+            if (!(o->max_bytes = parse_size(v)))
+                die("--max-bytes: bad size");
+        } else if (!strcmp(a, "--step")) {
+            NEEDV();
+            o->step = atoi(v);
+            if (o->step != 2 && o->step != 4)
+                die("--step must be 2 or 4");
+        } else if (!strcmp(a, "--sizes")) {
+            NEEDV();
+            char *dup = strdup(v), *save = NULL;
+            for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (o->nsizes == MAX_SIZES)
+                    die("--sizes: too many sizes");
+                if (!(o->sizes[o->nsizes++] = parse_size(t)))
+                    die("--sizes: bad size");
+            }
+            free(dup);
+        } else if (!strcmp(a, "--iters")) {
+            NEEDV();
+            if ((o->iters = atoi(v)) < 1)
+                die("--iters must be >= 1");
+        } else if (!strcmp(a, "--time")) {
+            NEEDV();
+            if ((o->time_per_point = atof(v)) <= 0)
+                die("--time must be > 0");
+        } else if (!strcmp(a, "--min-iters")) {
+            NEEDV();
+            o->min_iters = atoi(v) < 1 ? 1 : atoi(v);
+        } else if (!strcmp(a, "--max-iters")) {
+            NEEDV();
+            o->max_iters = atoi(v) < 1 ? 1 : atoi(v);
+        } else if (!strcmp(a, "--warmup")) {
+            NEEDV();
+            o->warmup = atoi(v) < 1 ? 1 : atoi(v);
+        } else if (!strcmp(a, "--llc-mb")) {
+            NEEDV();
+            o->llc_bytes = (size_t)(atof(v) * 1024 * 1024);
+        } else if (!strcmp(a, "--no-memcpy")) {
+            o->no_memcpy = 1;
+        } else if (!strcmp(a, "--label")) {
+            NEEDV();
+            o->label = v;
+        } else if (!strcmp(a, "--csv")) {
+            NEEDV();
+            o->csv = v;
+        } else {
+            if (rank == 0)
+                fprintf(stderr, "pcoll_bench: unknown option '%s'\n", a);
+            usage();
+            die("bad command line");
+        }
+#undef NEEDV
+    }
+    if (o->max_iters < o->min_iters)
+        o->max_iters = o->min_iters;
+}
+
+static int build_sizes(const struct opts *o, size_t *sizes)
+{
+    int n = 0;
+    if (o->nsizes) {
+        memcpy(sizes, o->sizes, o->nsizes * sizeof *sizes);
+        return o->nsizes;
+    }
+    if (o->min_bytes > o->max_bytes)
+        die("--min-bytes is larger than --max-bytes");
+    for (size_t b = o->min_bytes; b <= o->max_bytes && n < MAX_SIZES; b *= (size_t)o->step)
+        sizes[n++] = b;
+    if (n && sizes[n - 1] != o->max_bytes && n < MAX_SIZES)
+        sizes[n++] = o->max_bytes;
+    return n;
+}
+
+/* ------------------------------------------------------------ environment */
+
+/* largest data/unified cache size from sysfs (sysconf lies under some VMs) */
+static size_t detect_llc(void)
+{
+    size_t best = 0;
+    for (int idx = 0; idx < 16; idx++) {
+        char path[128], buf[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", idx);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int ok = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
+        fclose(f);
+        if (!ok)
+            continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        if (!(f = fopen(path, "r")))
+            continue;
+        if (fgets(buf, sizeof buf, f)) {
+            size_t v = parse_size(strtok(buf, " \n"));
+            if (v > best)
+                best = v;
+        }
+        fclose(f);
+    }
+    if (!best) {
+        long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (v <= 0)
+            v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        best = v > 0 ? (size_t)v : 0;
+    }
+    if (!best || best > (256UL << 20))
+        best = 32UL << 20;
+    if (best < (8UL << 20))
+        best = 8UL << 20;
+    return best;
+}
+
+/* Runnable tasks right now (4th field of /proc/loadavg, "running/total").
+ * Sampled on rank 0 while the other ranks spin in a barrier: anything
+ * above our own local rank count is another process competing for the
+ * CPUs, which makes the timings unreliable.  -1 if unknown. */
+static int procs_running(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    int running = -1;
+    if (f) {
+        double a, b, c;
+        if (fscanf(f, "%lf %lf %lf %d/", &a, &b, &c, &running) != 4)
+            running = -1;
+        fclose(f);
+    }
+    return running;
+}
+
+static double load_sum;
+static int load_max = -1, load_samples;
+
+/* rank 0 only: record how many tasks beyond our own ranks are runnable */
+static void sample_load(void)
+{
+    if (rank != 0)
+        return;
+    int r = procs_running();
+    if (r < 0)
+        return;
+    int others = r - local_ranks;
+    if (others < 0)
+        others = 0;
+    load_sum += others;
+    load_samples++;
+    if (others > load_max)
+        load_max = others;
+}
+
+/* first line of MPI_Get_library_version, whitespace collapsed, cut at ',' */
+static void mpi_version(char *out, size_t outsz)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(v, &len);
+    size_t j = 0;
+    int space = 0;
+    for (int i = 0; i < len && v[i] && v[i] != '\n' && v[i] != ','; i++) {
+        if (isspace((unsigned char)v[i])) {
+            space = 1;
+            continue;
+        }
+        if (space && j && j + 1 < outsz)
+            out[j++] = ' ';
+        space = 0;
+        if (j + 1 < outsz)
+            out[j++] = v[i];
+    }
+    out[j] = '\0';
+}
+
+/* Is pcoll interposed on MPI_<coll>?  Returns the providing object or NULL. */
+static const char *pcoll_provider(int c)
+{
+    char mpi[32], pmpi[32];
+    snprintf(mpi, sizeof mpi, "MPI_%s", coll_sym[c]);
+    snprintf(pmpi, sizeof pmpi, "PMPI_%s", coll_sym[c]);
+    void *a = dlsym(RTLD_DEFAULT, mpi), *b = dlsym(RTLD_DEFAULT, pmpi);
+    if (!a || !b || a == b)
+        return NULL;
+    Dl_info info;
+    if (dladdr(a, &info) && info.dli_fname)
+        return info.dli_fname;
+    return "?";
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static size_t round_page(size_t b) { return (b + PAGE - 1) / PAGE * PAGE; }
+
+static size_t send_stride(int c, size_t b) { (void)c; return round_page(b ? b : 1); }
+static size_t recv_stride(int c, size_t b)
+{
+    return round_page(c == C_GATHERV ? b * (size_t)nranks : (b ? b : 1));
+}
+
+/* The slot count is kept odd: calls alternate pcoll/stock, so with an even
+ * count pcoll would always get the even slots and stock the odd ones, and
+ * any per-buffer effect (page backing, registration caches) would show up
+ * as a fake difference between the two. */
+static size_t nslots(int c, size_t b)
+{
+    size_t s = send_arena_sz / send_stride(c, b), r = recv_arena_sz / recv_stride(c, b);
+    size_t n = s < r ? s : r;
+    return (n % 2 == 0 && n > 1) ? n - 1 : n;
+}
+
+static char *sslot(int c, size_t b, size_t k) { return send_arena + (k % nslots(c, b)) * send_stride(c, b); }
+static char *rslot(int c, size_t b, size_t k) { return recv_arena + (k % nslots(c, b)) * recv_stride(c, b); }
+
+static void *xalloc(size_t sz)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, PAGE, sz ? sz : PAGE))
+        return NULL;
+    return p;
+}
+
+static void fill_send_arena(void)
+{
+    /* sane, normal doubles everywhere: garbage could be NaN/denormal and
+     * make reductions slow for reasons unrelated to the algorithm */
+    double *d = (double *)send_arena;
+    size_t n = send_arena_sz / sizeof(double);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (double)(rank + 1) + (double)(i & 7);
+}
+
+/* ------------------------------------------------------------ collectives */
+
+static int run_coll(int c, int use_pcoll, size_t b, void *sb, void *rb)
+{
+    int cnt = (int)(c == C_ALLREDUCE || c == C_REDUCE ? b / sizeof(double) : b);
+    switch (c) {
+    case C_ALLREDUCE:
+        return use_pcoll ? MPI_Allreduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, world)
+                         : PMPI_Allreduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, world);
+    case C_REDUCE:
+        return use_pcoll ? MPI_Reduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, 0, world)
+                         : PMPI_Reduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, 0, world);
+    case C_BCAST:
+        /* the buffer lives in the recv arena on every rank */
+        return use_pcoll ? MPI_Bcast(rb, cnt, MPI_BYTE, 0, world)
+                         : PMPI_Bcast(rb, cnt, MPI_BYTE, 0, world);
+    case C_GATHERV:
+        return use_pcoll ? MPI_Gatherv(sb, cnt, MPI_BYTE, rb, gv_counts, gv_displs, MPI_BYTE, 0, world)
+                         : PMPI_Gatherv(sb, cnt, MPI_BYTE, rb, gv_counts, gv_displs, MPI_BYTE, 0, world);
+    }
+    return MPI_ERR_OTHER;
+}
+
+/* bytes the collective needs at a size: reductions round down to doubles */
+static size_t eff_bytes(int c, size_t b)
+{
+    if (c == C_ALLREDUCE || c == C_REDUCE)
+        return b / sizeof(double) * sizeof(double);
+    return b;
+}
+
+static double red_val(int r, size_t i) { return (double)(r + 1) * (double)(1 + i % 251); }
+static unsigned char bc_val(size_t i) { return (unsigned char)(i * 7 + 13 + i / 251); }
+static unsigned char gv_val(int r, size_t i) { return (unsigned char)(r * 37 + i * 11 + 5 + i / 253); }
+
+static void report_first_bad(const char *who, int c, size_t b, size_t i)
+{
+    fprintf(stderr, "pcoll_bench: rank %d: %s %s at %zu bytes: wrong result (first bad element %zu)\n",
+            rank, who, coll_name[c], b, i);
+}
+
+/* check a result buffer; returns 0 if fine */
+static int check_result(int c, size_t b, const void *rbuf, const char *who)
+{
+    size_t n = c == C_ALLREDUCE || c == C_REDUCE ? b / sizeof(double) : b;
+    if (c == C_ALLREDUCE || (c == C_REDUCE && rank == 0)) {
+        const double *r = rbuf;
+        double tri = (double)nranks * (nranks + 1) / 2.0;
+        for (size_t i = 0; i < n; i++)
+            if (r[i] != (double)(1 + i % 251) * tri) {
+                report_first_bad(who, c, b, i);
+                return 1;
+            }
+    } else if (c == C_BCAST) {
+        const unsigned char *r = rbuf;
+        for (size_t i = 0; i < n; i++)
+            if (r[i] != bc_val(i)) {
+                report_first_bad(who, c, b, i);
+                return 1;
+            }
+    } else if (c == C_GATHERV && rank == 0) {
+        const unsigned char *r = rbuf;
+        for (int p = 0; p < nranks; p++)
+            for (size_t i = 0; i < n; i++)
+                if (r[(size_t)p * n + i] != gv_val(p, i)) {
+                    report_first_bad(who, c, b, (size_t)p * n + i);
+                    return 1;
+                }
+    }
+    return 0;
+}
+
+static void fill_send(int c, size_t b, void *sb)
+{
+    if (c == C_ALLREDUCE || c == C_REDUCE) {
+        double *d = sb;
+        for (size_t i = 0; i < b / sizeof(double); i++)
+            d[i] = red_val(rank, i);
+    } else if (c == C_GATHERV) {
+        unsigned char *d = sb;
+        for (size_t i = 0; i < b; i++)
+            d[i] = gv_val(rank, i);
+    }
+}
+
+static int send_intact(int c, size_t b, const void *sb)
+{
+    if (c == C_ALLREDUCE || c == C_REDUCE) {
+        const double *d = sb;
+        for (size_t i = 0; i < b / sizeof(double); i++)
+            if (d[i] != red_val(rank, i))
+                return 0;
+    } else if (c == C_GATHERV) {
+        const unsigned char *d = sb;
+        for (size_t i = 0; i < b; i++)
+            if (d[i] != gv_val(rank, i))
+                return 0;
+    }
+    return 1;
+}
+
+static void prepare_recv(int c, size_t b, void *rb)
+{
+    size_t span = c == C_GATHERV ? b * (size_t)nranks : b;
+    if (c == C_BCAST && rank == 0) {
+        unsigned char *d = rb;
+        for (size_t i = 0; i < b; i++)
+            d[i] = bc_val(i);
+    } else {
+        memset(rb, 0xff, span); /* NaN for doubles, 0xff bytes */
+    }
+}
+
+/* One correctness check of pcoll and stock at (c, b).  Collective.
+ * Returns the OR over ranks of the BAD_* bits. */
+static int verify(int c, size_t b)
+{
+    int bad = 0;
+    void *sb = sslot(c, b, 0), *ra = rslot(c, b, 0), *rb = rslot(c, b, 1);
+
+    fill_send(c, b, sb);
+    prepare_recv(c, b, ra);
+    prepare_recv(c, b, rb);
+    PMPI_Barrier(world);
+    if (run_coll(c, 1, b, sb, ra) != MPI_SUCCESS)
+        bad |= BAD_RC;
+    if (!send_intact(c, b, sb)) {
+        fprintf(stderr, "pcoll_bench: rank %d: pcoll %s at %zu bytes modified the send buffer\n",
+                rank, coll_name[c], b);
+        bad |= BAD_SENDBUF;
+        fill_send(c, b, sb);
+    }
+    PMPI_Barrier(world);
+    if (run_coll(c, 0, b, sb, rb) != MPI_SUCCESS)
+        bad |= BAD_STOCK;
+    if (check_result(c, b, ra, "pcoll"))
+        bad |= BAD_PCOLL;
+    if (check_result(c, b, rb, "stock"))
+        bad |= BAD_STOCK;
+    int all = 0;
+    PMPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_BOR, world);
+    return all;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct stats { double p10, med, p90; };
+
+static double quantile(const double *sorted, int n, double q)
+{
+    if (n <= 0)
+        return 0;
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    if (lo >= n - 1)
+        return sorted[n - 1];
+    double f = pos - lo;
+    return sorted[lo] * (1 - f) + sorted[lo + 1] * f;
+}
+
+/* stats of every stride-th element of v starting at off (n samples) */
+static struct stats stats_of(const double *v, int n, int off, int stride)
+{
+    struct stats s = {0, 0, 0};
+    if (n <= 0)
+        return s;
+    double *t = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        t[i] = v[(size_t)i * stride + off] * 1e6;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    s.p10 = quantile(t, n, 0.10);
+    s.med = quantile(t, n, 0.50);
+    s.p90 = quantile(t, n, 0.90);
+    free(t);
+    return s;
+}
+
+static int pick_iters(const struct opts *o, double est_per_iter)
+{
+    int iters = o->iters;
+    if (!iters) {
+        double n = est_per_iter > 0 ? o->time_per_point / est_per_iter : o->max_iters;
+        iters = n > o->max_iters ? o->max_iters : (n < o->min_iters ? o->min_iters : (int)n);
+    }
+    PMPI_Bcast(&iters, 1, MPI_INT, 0, world);
+    return iters;
+}
+
+/* ----------------------------------------------------------------- memcpy */
+
+static struct stats bench_memcpy(const struct opts *o, size_t b, int *iters_out)
+{
+    /* use the allreduce slot geometry: one send and one recv slot of b */
+    const int c = C_ALLREDUCE;
+    double t0, est;
+
+    PMPI_Barrier(world);
+    t0 = MPI_Wtime();
+    for (int w = 0; w < o->warmup; w++) {
+        PMPI_Barrier(world);
+        memcpy(rslot(c, b, slot_counter), sslot(c, b, slot_counter), b);
+        slot_counter++;
+    }
+    est = (MPI_Wtime() - t0) / o->warmup;
+    struct opts mo = *o;
+    mo.time_per_point = o->time_per_point / 4; /* the reference needs less */
+    int iters = pick_iters(&mo, est);
+
+    double *t = malloc(sizeof(double) * (size_t)iters);
+    for (int i = 0; i < iters; i++) {
+        char *dst = rslot(c, b, slot_counter), *src = sslot(c, b, slot_counter);
+        slot_counter++;
+        PMPI_Barrier(world);
+        double a = MPI_Wtime();
+        memcpy(dst, src, b);
+        __asm__ __volatile__("" ::: "memory");
+        t[i] = MPI_Wtime() - a;
+    }
+    PMPI_Allreduce(MPI_IN_PLACE, t, iters, MPI_DOUBLE, MPI_MAX, world);
+    struct stats s = stats_of(t, iters, 0, 1);
+    free(t);
+    *iters_out = iters;
+    return s;
+}
+
+/* ------------------------------------------------------------------- main */
+
+struct point {
+    int iters, bad;
+    struct stats stock, pcoll;
+};
+
+static struct point bench_point(const struct opts *o, int c, size_t b)
+{
+    struct point p;
+    memset(&p, 0, sizeof p);
+    p.bad = verify(c, b);
+    int do_pcoll = !(p.bad & (BAD_PCOLL | BAD_SENDBUF | BAD_RC));
+
+    /* restore sane doubles in the send slot the check used */
+    if (c == C_ALLREDUCE || c == C_REDUCE)
+        fill_send(c, b, sslot(c, b, 0));
+
+    /* warm-up pairs; rank 0 estimates the cost of one A+B iteration */
+    PMPI_Barrier(world);
+    double t0 = MPI_Wtime();
+    for (int w = 0; w < o->warmup; w++) {
+        for (int which = do_pcoll ? 1 : 0; which >= 0; which--) {
+            size_t k = slot_counter++;
+            PMPI_Barrier(world);
+            run_coll(c, which, b, sslot(c, b, k), rslot(c, b, k));
+        }
+    }
+    double est = (MPI_Wtime() - t0) / o->warmup;
+    p.iters = pick_iters(o, est);
+
+    /* timed loop: pairs of one pcoll and one stock call, t[2i] = pcoll,
+     * t[2i+1] = stock.  Which of the two goes first in a pair is a coin
+     * flip (the same sequence on every rank): a strict A B A B order lets
+     * period-2 state in the MPI (shared-memory ring positions, buffer
+     * parity) favour one side by 10-30% for small messages. */
+    double *t = calloc((size_t)p.iters * 2, sizeof(double));
+    uint64_t rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(c * 1000003 + (int)(b % 1000003));
+    for (int i = 0; i < p.iters; i++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        int first = (int)(rng >> 63);
+        for (int n = 0; n < 2; n++) {
+            int which = n == 0 ? first : !first;
+            if (which && !do_pcoll)
+                continue;
+            size_t k = slot_counter++;
+            void *sb = sslot(c, b, k), *rb = rslot(c, b, k);
+            PMPI_Barrier(world);
+            double a = MPI_Wtime();
+            run_coll(c, which, b, sb, rb);
+            t[2 * i + (which ? 0 : 1)] = MPI_Wtime() - a;
+        }
+        if ((i & 63) == 0)
+            sample_load(); /* untimed; the other ranks wait in the barrier */
+    }
+    PMPI_Allreduce(MPI_IN_PLACE, t, p.iters * 2, MPI_DOUBLE, MPI_MAX, world);
+    p.pcoll = stats_of(t, p.iters, 0, 2);
+    p.stock = stats_of(t, p.iters, 1, 2);
+    free(t);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    world = MPI_COMM_WORLD;
+    PMPI_Comm_rank(world, &rank);
+    PMPI_Comm_size(world, &nranks);
+
+    struct opts o;
+    parse_args(argc, argv, &o);
+
+    size_t sizes[MAX_SIZES];
+    int nsz = build_sizes(&o, sizes);
+
+    /* ranks sharing rank 0's node vs its online cores */
+    MPI_Comm node;
+    int local = 1;
+    PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    PMPI_Comm_size(node, &local);
+    PMPI_Comm_free(&node);
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    PMPI_Bcast(&local, 1, MPI_INT, 0, world);
+    PMPI_Bcast(&cores, 1, MPI_INT, 0, world);
+    int oversub = local > cores;
+    local_ranks = local;
+
+    /* arenas: each at least 2x the LLC, and at least three slots of the
+     * largest footprint so every point rotates through >= 3 slots */
+    size_t llc = o.llc_bytes ? o.llc_bytes : detect_llc();
+    size_t maxb = 0;
+    for (int i = 0; i < nsz; i++)
+        if (sizes[i] > maxb)
+            maxb = sizes[i];
+    if ((o.colls & (1u << C_GATHERV)) && maxb * (size_t)nranks > (size_t)INT_MAX)
+        die("gatherv: max-bytes * ranks exceeds INT_MAX displacements");
+    size_t rmax = (o.colls & (1u << C_GATHERV)) ? maxb * (size_t)nranks : maxb;
+    send_arena_sz = 2 * llc > 3 * round_page(maxb) ? 2 * llc : 3 * round_page(maxb);
+    recv_arena_sz = 2 * llc > 3 * round_page(rmax) ? 2 * llc : 3 * round_page(rmax);
+    send_arena = xalloc(send_arena_sz);
+    recv_arena = xalloc(recv_arena_sz);
+    if (!send_arena || !recv_arena)
+        die("out of memory for buffer arenas (try --max-bytes smaller)");
+    fill_send_arena();
+    memset(recv_arena, 0, recv_arena_sz); /* fault the pages in now */
+    gv_counts = malloc(sizeof(int) * (size_t)nranks);
+    gv_displs = malloc(sizeof(int) * (size_t)nranks);
+
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    mpi_version(ver, sizeof ver);
+
+    FILE *csv = NULL;
+    if (rank == 0 && o.csv) {
+        csv = fopen(o.csv, "w");
+        if (!csv)
+            fprintf(stderr, "pcoll_bench: cannot write %s: %s\n", o.csv, strerror(errno));
+    }
+
+    if (rank == 0) {
+        printf("# pcoll bench: MPI=%s ranks=%d (cores=%d%s)%s%s  medians of per-iteration max over ranks, us\n",
+               ver, nranks, cores, local != nranks ? ", multi-node" : "",
+               o.label ? "  label=" : "", o.label ? o.label : "");
+        int any = 0;
+        for (int c = 0; c < NCOLL; c++) {
+            if (!(o.colls & (1u << c)))
+                continue;
+            const char *prov = pcoll_provider(c);
+            if (prov)
+                any = 1;
+            printf("#   MPI_%-9s -> %s\n", coll_sym[c], prov ? prov : "host MPI (pcoll NOT interposed: both columns are stock)");
+        }
+        if (!any)
+            printf("# NOTE: libpcoll.so is not loaded; pcoll_us measures the stock MPI too (ratios ~1 are the noise floor)\n");
+        extern char **environ;
+        for (char **e = environ; *e; e++)
+            if (!strncmp(*e, "PCOLL_", 6))
+                printf("#   env %s\n", *e);
+        printf("#   buffers rotate through %zu MiB send + %zu MiB recv per rank (LLC %zu MiB); %s\n",
+               send_arena_sz >> 20, recv_arena_sz >> 20, llc >> 20,
+               o.iters ? "fixed iterations" : "adaptive iterations");
+        if (oversub)
+            printf("# OVERSUBSCRIBED (ranks > cores): timings measure the scheduler\n");
+        printf("%-10s %9s %6s %11s %11s %8s %10s   %-21s %-21s\n", "coll", "bytes", "iters",
+               "stock_us", "pcoll_us", "ratio", "memcpy_us", "stock_p10..p90", "pcoll_p10..p90");
+        fflush(stdout);
+        if (csv) {
+            fprintf(csv, "mpi,label,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,"
+                         "stock_med_us,stock_p10_us,stock_p90_us,pcoll_med_us,pcoll_p10_us,pcoll_p90_us,"
+                         "ratio,memcpy_med_us,check,pcoll_interposed,other_tasks\n");
+        }
+    }
+    for (char *s = ver; *s; s++)
+        if (*s == ',')
+            *s = ';';
+
+    /* memcpy reference per size, measured once */
+    struct stats mc[MAX_SIZES];
+    memset(mc, 0, sizeof mc);
+    if (!o.no_memcpy)
+        for (int i = 0; i < nsz; i++) {
+            int it;
+            mc[i] = bench_memcpy(&o, sizes[i], &it);
+        }
+
+    int failures = 0;
+    double t_start = MPI_Wtime();
+    for (int c = 0; c < NCOLL; c++) {
+        if (!(o.colls & (1u << c)))
+            continue;
+        for (int si = 0; si < nsz; si++) {
+            size_t b = eff_bytes(c, sizes[si]);
+            if (b == 0)
+                continue;
+            for (int r = 0; r < nranks; r++) {
+                gv_counts[r] = (int)b;
+                gv_displs[r] = (int)(b * (size_t)r);
+            }
+            double ls0 = load_sum;
+            int ln0 = load_samples;
+            struct point p = bench_point(&o, c, b);
+            double point_load = load_samples > ln0 ? (load_sum - ls0) / (load_samples - ln0) : 0;
+            if (rank != 0)
+                continue;
+            const char *check = p.bad & (BAD_PCOLL | BAD_SENDBUF | BAD_RC) ? "WRONG"
+                                : p.bad & BAD_STOCK                         ? "STOCK-WRONG"
+                                                                            : "ok";
+            failures += strcmp(check, "ok") != 0;
+            double ratio = p.pcoll.med > 0 ? p.stock.med / p.pcoll.med : 0;
+            char mcs[32], sspread[48], pspread[48], pcs[32], rs[32];
+            if (o.no_memcpy)
+                snprintf(mcs, sizeof mcs, "-");
+            else
+                snprintf(mcs, sizeof mcs, "%.2f", mc[si].med);
+            snprintf(sspread, sizeof sspread, "%.1f..%.1f", p.stock.p10, p.stock.p90);
+            if (!strcmp(check, "WRONG")) {
+                snprintf(pcs, sizeof pcs, "WRONG");
+                snprintf(rs, sizeof rs, "-");
+                snprintf(pspread, sizeof pspread, "-");
+            } else {
+                snprintf(pcs, sizeof pcs, "%.2f", p.pcoll.med);
+                snprintf(rs, sizeof rs, "%.2f", ratio);
+                snprintf(pspread, sizeof pspread, "%.1f..%.1f", p.pcoll.p10, p.pcoll.p90);
+            }
+            printf("%-10s %9zu %6d %11.2f %11s %8s %10s   %-21s %-21s%s%s\n", coll_name[c], b, p.iters,
+                   p.stock.med, pcs, rs, mcs, sspread, pspread,
+                   strcmp(check, "ok") ? (strcmp(check, "WRONG") ? "  !! stock MPI result wrong"
+                                                                 : "  !! pcoll result WRONG (not timed)")
+                                       : "",
+                   point_load > 0.5 ? "  (busy machine)" : "");
+            fflush(stdout);
+            if (csv) {
+                fprintf(csv, "%s,%s,%d,%d,%d,%d,%s,%zu,%d,%.3f,%.3f,%.3f,", ver, o.label ? o.label : "",
+                        nranks, local, cores, oversub, coll_name[c], b, p.iters, p.stock.med, p.stock.p10,
+                        p.stock.p90);
+                if (!strcmp(check, "WRONG"))
+                    fprintf(csv, ",,,,");
+                else
+                    fprintf(csv, "%.3f,%.3f,%.3f,%.4f,", p.pcoll.med, p.pcoll.p10, p.pcoll.p90, ratio);
+                if (o.no_memcpy)
+                    fprintf(csv, ",");
+                else
+                    fprintf(csv, "%.3f,", mc[si].med);
+                fprintf(csv, "%s,%d,%.2f\n", check, pcoll_provider(c) != NULL, point_load);
+                fflush(csv);
+            }
+        }
+    }
+    if (rank == 0) {
+        printf("# ratio = stock/pcoll (>1: pcoll faster).  %d point(s) failed the check.  %.1f s%s\n",
+               failures, MPI_Wtime() - t_start,
+               oversub ? "  [OVERSUBSCRIBED (ranks > cores): timings measure the scheduler]" : "");
+        if (load_samples) {
+            double avg = load_sum / load_samples;
+            printf("# other runnable tasks during the run: avg %.2f, max %d (sampled %d times)%s\n", avg,
+                   load_max, load_samples,
+                   avg > 0.25 ? "  -- WARNING: the machine was busy; timings are unreliable" : "");
+        }
+        if (csv)
+            fclose(csv);
+    }
+    PMPI_Bcast(&failures, 1, MPI_INT, 0, world);
+    free(send_arena);
+    free(recv_arena);
+    free(gv_counts);
+    free(gv_displs);
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,313 @@
+#!/usr/bin/env bash
+# scripts/bench.sh -- the project's main job: pcoll versus the stock MPI.
+#
+#   bash scripts/bench.sh [--oversubscribed] [--quick] [options] [-- bench args]
+#
+# 1. installs what is missing (scripts/setup.sh when present),
+# 2. builds libpcoll.so for MPICH and Open MPI (scripts/build.sh <mpi>; the
+#    last line of its stdout is the library path),
+# 3. compiles bench/pcoll_bench.c with each MPI's mpicc,
+# 4. runs it at 2 ranks under each MPI with libpcoll.so preloaded, so every
+#    point times pcoll (MPI_*) and the host MPI (PMPI_*) side by side,
+# 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
+# 6. prints a combined table of both MPIs and, when matplotlib is there,
+#    draws bench/out/pcoll_bench-<ranks>.png.
+#
+# PCOLL_* variables in the caller's environment reach every rank, e.g.
+#   PCOLL_ALLREDUCE=ring bash scripts/bench.sh --colls allreduce
+# Results: bench/out/{mpich,openmpi}-<ranks>.{txt,csv}, bench/out/summary.txt
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT="$ROOT/bench/out"
+SRC="$ROOT/bench/pcoll_bench.c"
+
+MPIS="mpich,openmpi"
+RANKS=2
+OVER_RANKS=4
+OVERSUB=0
+DO_SETUP=1
+DO_BUILD=1
+DO_PLOT=1
+RUN_TIMEOUT=900
+BENCH_ARGS=()
+OVER_ARGS=(--time 0.3 --max-iters 2000)
+
+usage() {
+    sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    cat <<'EOF'
+Options:
+  --oversubscribed     also run at 4 ranks (more ranks than cores), reported separately
+  --over-ranks N       rank count for --oversubscribed (default 4)
+  --ranks N            rank count of the main runs (default 2)
+  --mpi LIST           mpich,openmpi (default both)
+  --quick              smoke test: sizes up to 64 KiB, 0.05 s per point
+  --colls LIST         forwarded to the benchmark (allreduce,reduce,bcast,gatherv)
+  --max-bytes N        forwarded (default 16M)
+  --time SEC           forwarded: target seconds per point (default 1.0)
+  --iters N            forwarded: fixed iterations per point
+  --no-setup           do not run scripts/setup.sh
+  --no-build           do not build libpcoll.so (use PCOLL_LIB_MPICH / PCOLL_LIB_OPENMPI if set)
+  --no-plot            skip the PNG
+  --timeout SEC        limit for one benchmark run (default 900)
+  -- ARGS              everything after -- goes to pcoll_bench unchanged
+EOF
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --oversubscribed) OVERSUB=1 ;;
+        --over-ranks) OVER_RANKS=$2; OVERSUB=1; shift ;;
+        --ranks) RANKS=$2; shift ;;
+        --mpi) MPIS=$2; shift ;;
+        --quick) BENCH_ARGS+=(--max-bytes 64K --time 0.05 --max-iters 300)
+                 OVER_ARGS=(--time 0.05 --max-iters 100) ;;
+        --colls|--max-bytes|--time|--iters|--min-bytes|--step|--sizes)
+            BENCH_ARGS+=("$1" "$2"); shift ;;
+        --no-setup) DO_SETUP=0 ;;
+        --no-build) DO_BUILD=0 ;;
+        --no-plot) DO_PLOT=0 ;;
+        --timeout) RUN_TIMEOUT=$2; shift ;;
+        -h|--help) usage; exit 0 ;;
+        --) shift; BENCH_ARGS+=("$@"); break ;;
+        *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+T0=$(date +%s)
+say() { printf '\n==== %s\n' "$*"; }
+warn() { printf 'bench.sh: WARNING: %s\n' "$*" >&2; }
+elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
+mkdir -p "$OUT"
+STATUS=0
+
+# ------------------------------------------------------------------ setup
+say "setup"
+if [ "$DO_SETUP" = 1 ] && [ -f "$ROOT/scripts/setup.sh" ]; then
+    t=$(date +%s)
+    if bash "$ROOT/scripts/setup.sh" >"$OUT/setup.log" 2>&1; then
+        echo "scripts/setup.sh: ok ($(elapsed "$t"), log bench/out/setup.log)"
+    else
+        warn "scripts/setup.sh failed (log bench/out/setup.log); continuing with what is installed"
+        tail -n 15 "$OUT/setup.log" >&2
+    fi
+elif [ "$DO_SETUP" = 1 ]; then
+    echo "scripts/setup.sh not present: skipping the full setup"
+    if ! command -v mpicc.mpich >/dev/null || ! command -v mpicc.openmpi >/dev/null; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            echo "installing MPICH and Open MPI with apt-get"
+            { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+                  mpich libmpich-dev openmpi-bin libopenmpi-dev; } >"$OUT/setup.log" 2>&1 ||
+                warn "apt-get install failed (log bench/out/setup.log)"
+        else
+            warn "MPI compilers missing and cannot apt-get install them"
+        fi
+    fi
+fi
+
+# per-MPI tools
+mpicc_of() { case "$1" in mpich) echo mpicc.mpich ;; openmpi) echo mpicc.openmpi ;; esac; }
+launcher_of() { case "$1" in mpich) echo mpiexec.mpich ;; openmpi) echo mpirun.openmpi ;; esac; }
+
+declare -A LIB EXE
+MPI_LIST=()
+IFS=',' read -r -a _req <<<"$MPIS"
+for m in "${_req[@]}"; do
+    case "$m" in mpich|openmpi) ;; *) echo "bench.sh: unknown MPI '$m'" >&2; exit 2 ;; esac
+    if command -v "$(mpicc_of "$m")" >/dev/null && command -v "$(launcher_of "$m")" >/dev/null; then
+        MPI_LIST+=("$m")
+    else
+        warn "$m: $(mpicc_of "$m") or $(launcher_of "$m") not found: skipping $m"
+        STATUS=1
+    fi
+done
+[ ${#MPI_LIST[@]} -gt 0 ] || { echo "bench.sh: no usable MPI" >&2; exit 1; }
+
+# ------------------------------------------------------------------ build
+say "build libpcoll.so"
+for m in "${MPI_LIST[@]}"; do
+    LIB[$m]=""
+    envvar="PCOLL_LIB_$(echo "$m" | tr a-z A-Z)"
+    if [ "$DO_BUILD" = 0 ]; then
+        LIB[$m]="${!envvar:-}"
+        echo "$m: --no-build: library ${LIB[$m]:-(none)}"
+        continue
+    fi
+    if [ ! -f "$ROOT/scripts/build.sh" ]; then
+        echo "$m: scripts/build.sh not present yet"
+        continue
+    fi
+    t=$(date +%s)
+    if bash "$ROOT/scripts/build.sh" "$m" >"$OUT/build-$m.out" 2>"$OUT/build-$m.log"; then
+        path=$(grep -v '^[[:space:]]*$' "$OUT/build-$m.out" | tail -n 1)
+        if [ -n "$path" ] && [ -f "$path" ]; then
+            LIB[$m]="$path"
+            echo "$m: $path ($(elapsed "$t"))"
+        else
+            warn "$m: build.sh succeeded but its last stdout line is not a file: '$path'"
+            STATUS=1
+        fi
+    else
+        warn "$m: scripts/build.sh $m failed ($(elapsed "$t")); log bench/out/build-$m.log:"
+        tail -n 20 "$OUT/build-$m.log" >&2
+        echo "$m: continuing WITHOUT the library (exit status will be 1)"
+        STATUS=1
+    fi
+done
+
+# ---------------------------------------------------------------- compile
+say "compile bench/pcoll_bench.c"
+for m in "${MPI_LIST[@]}"; do
+    EXE[$m]="$OUT/pcoll_bench.$m"
+    if "$(mpicc_of "$m")" -O2 -Wall -o "${EXE[$m]}" "$SRC" -ldl; then
+        echo "$m: ${EXE[$m]}"
+    else
+        warn "$m: compiling the benchmark failed"
+        EXE[$m]=""
+        STATUS=1
+    fi
+done
+
+# -------------------------------------------------------------------- run
+CORES=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
+mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' | grep -v '^PCOLL_LIB_' || true)
+
+# run_one MPI NRANKS TAG [bench args...]
+run_one() {
+    local m=$1 n=$2 tag=$3; shift 3
+    local exe=${EXE[$m]} lib=${LIB[$m]} cmd=()
+    [ -n "$exe" ] || return 1
+    case "$m" in
+        mpich)
+            cmd=(mpiexec.mpich -n "$n")
+            [ -n "$lib" ] && cmd+=(-genv LD_PRELOAD "$lib")
+            for v in "${PCOLL_VARS[@]}"; do cmd+=(-genv "$v" "${!v}"); done
+            ;;
+        openmpi)
+            cmd=(mpirun.openmpi -np "$n" -x "OMPI_MCA_op=^avx")
+            [ "$(id -u)" = 0 ] && cmd+=(--allow-run-as-root)
+            [ "$n" -gt "$CORES" ] && cmd+=(--oversubscribe)
+            [ -n "$lib" ] && cmd+=(-x "LD_PRELOAD=$lib")
+            for v in "${PCOLL_VARS[@]}"; do cmd+=(-x "$v"); done
+            ;;
+    esac
+    cmd+=("$exe" --label "$m" --csv "$OUT/$tag.csv" "$@")
+    rm -f "$OUT/$tag.csv"
+    if [ -z "$lib" ]; then
+        echo "NOTE: no libpcoll.so for $m: running WITHOUT the library (both columns are the stock MPI, ratios ~1)"
+    fi
+    echo "+ ${cmd[*]}"
+    local t rc
+    t=$(date +%s)
+    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" </dev/null 2>&1 | tee "$OUT/$tag.txt"
+    rc=${PIPESTATUS[0]}
+    echo "($m, $n ranks: $(elapsed "$t"), exit $rc)"
+    [ "$rc" = 124 ] && warn "$m at $n ranks timed out after ${RUN_TIMEOUT}s"
+    return "$rc"
+}
+
+for m in "${MPI_LIST[@]}"; do
+    say "$m, $RANKS ranks (main table)"
+    run_one "$m" "$RANKS" "$m-$RANKS" "${BENCH_ARGS[@]}" || STATUS=1
+done
+
+if [ "$OVERSUB" = 1 ]; then
+    for m in "${MPI_LIST[@]}"; do
+        say "$m, $OVER_RANKS ranks on $CORES cores -- OVERSUBSCRIBED, timings measure the scheduler"
+        run_one "$m" "$OVER_RANKS" "$m-$OVER_RANKS" "${OVER_ARGS[@]}" "${BENCH_ARGS[@]}" || STATUS=1
+    done
+fi
+
+# ---------------------------------------------------------------- summary
+# summary N: join <mpi>-N.csv of every MPI on (coll, bytes)
+summary() {
+    local n=$1 files=() names=()
+    for m in "${MPI_LIST[@]}"; do
+        [ -s "$OUT/$m-$n.csv" ] && { files+=("$OUT/$m-$n.csv"); names+=("$m"); }
+    done
+    [ ${#files[@]} -gt 0 ] || { echo "(no results at $n ranks)"; return; }
+    local lib_note=""
+    for m in "${names[@]}"; do
+        [ -n "${LIB[$m]}" ] || lib_note="$lib_note $m"
+    done
+    local over=""
+    [ "$n" -gt "$CORES" ] && over="  OVERSUBSCRIBED (ranks > cores): timings measure the scheduler"
+    echo "# pcoll vs stock, $n ranks on $CORES cores, median us (ratio = stock/pcoll, >1: pcoll faster)$over"
+    [ -n "$lib_note" ] && echo "# WITHOUT libpcoll.so for:$lib_note (pcoll columns are the stock MPI)"
+    [ ${#PCOLL_VARS[@]} -gt 0 ] && echo "# environment: $(for v in "${PCOLL_VARS[@]}"; do printf '%s=%s ' "$v" "${!v}"; done)"
+    awk -F, -v names="${names[*]}" '
+        BEGIN { nm = split(names, M, " ") }
+        FNR == 1 { f++; for (i = 1; i <= NF; i++) col[$i] = i; next }
+        {
+            k = $col["coll"] SUBSEP $col["bytes"]
+            if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
+            st[f, k] = $col["stock_med_us"]; pc[f, k] = $col["pcoll_med_us"]
+            ra[f, k] = $col["ratio"]; ck[f, k] = $col["check"]
+            npts++; if (("other_tasks" in col) && $col["other_tasks"] + 0 > 0.5) busy++
+            if (!(k in mc) && $col["memcpy_med_us"] != "") mc[k] = $col["memcpy_med_us"]
+        }
+        END {
+            printf "%-10s %9s", "coll", "bytes"
+            for (j = 1; j <= nm; j++)
+                printf " %12s %12s %7s", M[j] "_stock", M[j] "_pcoll", "ratio"
+            printf " %10s\n", "memcpy_us"
+            for (i = 1; i <= nk; i++) {
+                k = order[i]; split(k, kk, SUBSEP)
+                printf "%-10s %9s", kk[1], kk[2]
+                for (j = 1; j <= nm; j++) {
+                    if (!((j, k) in st)) { printf " %12s %12s %7s", "-", "-", "-"; continue }
+                    if (ck[j, k] == "WRONG") { printf " %12.2f %12s %7s", st[j, k], "WRONG", "-"; bad++; continue }
+                    printf " %12.2f %12.2f %7.2f", st[j, k], pc[j, k], ra[j, k]
+                    if (ra[j, k] > 0) { lg[j, kk[1]] += log(ra[j, k]); cnt[j, kk[1]]++; if (!(kk[1] in cs)) { cs[kk[1]] = 1; corder[++nc] = kk[1] } }
+                }
+                printf " %10s\n", (k in mc) ? sprintf("%.2f", mc[k]) : "-"
+            }
+            printf "# geometric-mean ratio per collective:"
+            for (c = 1; c <= nc; c++) {
+                printf "  %s", corder[c]
+                for (j = 1; j <= nm; j++)
+                    if (cnt[j, corder[c]]) printf " %s=%.2f", M[j], exp(lg[j, corder[c]] / cnt[j, corder[c]])
+            }
+            printf "\n"
+            if (bad) printf "# %d point(s) where pcoll gave a WRONG result (not timed)\n", bad
+            if (busy) printf "# WARNING: %d of %d points ran while other processes competed for the CPUs: rerun on a quiet machine\n", busy, npts
+        }' "${files[@]}"
+}
+
+say "summary"
+{
+    summary "$RANKS"
+    if [ "$OVERSUB" = 1 ]; then
+        echo
+        summary "$OVER_RANKS"
+    fi
+} | tee "$OUT/summary.txt"
+
+if grep -q ',WRONG,' "$OUT"/*-"$RANKS".csv 2>/dev/null ||
+   { [ "$OVERSUB" = 1 ] && grep -q ',WRONG,' "$OUT"/*-"$OVER_RANKS".csv 2>/dev/null; }; then
+    warn "pcoll produced WRONG results (see the tables above)"
+    STATUS=1
+fi
+
+# ------------------------------------------------------------------- plot
+if [ "$DO_PLOT" = 1 ]; then
+    if command -v python3 >/dev/null && python3 -c 'import matplotlib' 2>/dev/null; then
+        pngs=()
+        for n in "$RANKS" $([ "$OVERSUB" = 1 ] && echo "$OVER_RANKS"); do
+            csvs=()
+            for m in "${MPI_LIST[@]}"; do [ -s "$OUT/$m-$n.csv" ] && csvs+=("$OUT/$m-$n.csv"); done
+            [ ${#csvs[@]} -gt 0 ] || continue
+            if python3 "$ROOT/bench/plot.py" -o "$OUT/pcoll_bench-$n.png" "${csvs[@]}"; then
+                pngs+=("bench/out/pcoll_bench-$n.png")
+            fi
+        done
+        [ ${#pngs[@]} -gt 0 ] && echo "plots: ${pngs[*]}"
+    else
+        echo "(no python3 matplotlib: skipping the plot)"
+    fi
+fi
+
+echo
+echo "bench.sh: done in $(elapsed "$T0") (results in bench/out/), exit $STATUS"
+exit "$STATUS"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds pcoll in release mode.
+#   scripts/build.sh mpich     libpcoll.so for MPICH     (target/mpich/release/libpcoll.so)
+#   scripts/build.sh openmpi   libpcoll.so for Open MPI  (target/openmpi/release/libpcoll.so)
+#   scripts/build.sh tool      the `pcoll` command-line tool, which needs no MPI
+# The last line of output is the absolute path of what was built.
+# One library per MPI: MPICH and Open MPI differ in ABI (integer handles
+# against pointers), so each build has its own target directory.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+what=${1:-}
+
+case "$what" in
+  mpich) mpicc=mpicc.mpich; pkg="mpich libmpich-dev" ;;
+  openmpi) mpicc=mpicc.openmpi; pkg="openmpi-bin libopenmpi-dev" ;;
+  tool)
+    CARGO_TARGET_DIR="$root/target/pure" cargo build --release --quiet --no-default-features --bin pcoll >&2
+    echo "$root/target/pure/release/pcoll"
+    exit 0 ;;
+  *) echo "usage: $0 mpich|openmpi|tool" >&2; exit 2 ;;
+esac
+
+if ! command -v "$mpicc" >/dev/null 2>&1; then
+  echo "pcoll: no $what found ($mpicc is missing). Install it with: apt-get install $pkg" >&2
+  echo "       (or run scripts/setup.sh, which installs everything pcoll needs)" >&2
+  exit 1
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "pcoll: cargo is missing. Install Rust (https://rustup.rs) or run scripts/setup.sh" >&2
+  exit 1
+fi
+
+MPICC=$mpicc CARGO_TARGET_DIR="$root/target/$what" cargo build --release --quiet --lib >&2
+echo "$root/target/$what/release/libpcoll.so"
