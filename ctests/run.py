@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the pcoll C correctness tests (ctests/t_*.c) under MPICH and Open MPI.
+"""Runs the pcoll correctness tests (ctests/t_*.c, and the Fortran tests
+ctests/f_*.F90 built with ctests/fref.c) under MPICH and Open MPI.
 
 For each MPI: builds libpcoll.so (scripts/build.sh <mpi>), builds every
 ctests/t_*.c twice (plain, used with LD_PRELOAD; and linked with -lpcoll
@@ -11,7 +12,10 @@ where the configurations are PCOLL_ENABLE=0, the defaults (auto), and
 "forced" configurations in which each collective's i-th algorithm (as listed
 by `pcoll algorithms`) is forced, so that every algorithm runs at least once.
 Runs are sequential (2 cores), each with a timeout (a timeout is reported as
-a hang and the whole process tree is killed).  Also checks that a bogus
+a hang and the whole process tree is killed).  The Fortran programs run
+with PCOLL_STATS=1 (except with PCOLL_ENABLE=0), and their summary must be
+job-wide and, above one rank, show every collective run by a pcoll
+algorithm (the forced one, when one is forced).  Also checks that a bogus
 PCOLL_ALLREDUCE value is rejected with a clear message, that PCOLL_STATS=1
 prints a summary, and that the link-time build really resolves the MPI
 collectives to libpcoll.
@@ -41,8 +45,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 MPIS = {
-    "mpich": {"cc": "mpicc.mpich", "run": "mpiexec.mpich"},
-    "openmpi": {"cc": "mpicc.openmpi", "run": "mpirun.openmpi"},
+    "mpich": {"cc": "mpicc.mpich", "fc": "mpif90.mpich", "run": "mpiexec.mpich"},
+    "openmpi": {"cc": "mpicc.openmpi", "fc": "mpif90.openmpi", "run": "mpirun.openmpi"},
 }
 ALL_RANKS = [1, 2, 3, 4, 5, 7, 8]
 COLLS = ["allreduce", "reduce", "bcast", "gatherv"]
@@ -238,8 +242,28 @@ def build_lib(what):
     return path, None, False
 
 
+def is_fortran(prog):
+    return prog.startswith("f_")
+
+
+def source(prog):
+    return os.path.join(HERE, prog + (".F90" if is_fortran(prog) else ".c"))
+
+
 def compile_prog(mpi, src, exe, libdir=None):
-    cmd = [MPIS[mpi]["cc"], "-O2", "-g", "-Wall", "-Wextra", "-o", exe, src]
+    if src.endswith(".F90"):
+        # with ctests/fref.c (the host's PMPI_ collectives, the reference);
+        # mpif.h declares no interfaces: gfortran >= 10 needs
+        # -fallow-argument-mismatch for buffers of several types
+        fref = os.path.join(os.path.dirname(exe), "fref.o")
+        cmd = [MPIS[mpi]["cc"], "-O2", "-g", "-Wall", "-Wextra", "-c", "-o", fref, os.path.join(HERE, "fref.c")]
+        p = subprocess.run(cmd, cwd=HERE, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            return False, " ".join(cmd) + "\n" + p.stdout.decode("utf-8", "replace")
+        cmd = [MPIS[mpi]["fc"], "-O2", "-g", "-Wall", "-fallow-argument-mismatch", "-J", os.path.dirname(exe),
+               "-o", exe, src, fref]
+    else:
+        cmd = [MPIS[mpi]["cc"], "-O2", "-g", "-Wall", "-Wextra", "-o", exe, src]
     if libdir:
         cmd += ["-L" + libdir, "-lpcoll", "-Wl,-rpath," + libdir]
     cmd += ["-lm"]
@@ -286,6 +310,35 @@ def get_algorithms(res):
 
 
 # ---------------------------------------------------------------- the matrix
+
+SUMMARY_HEAD = re.compile(r"^pcoll summary: (\d+) ranks, host MPI: (.*)$", re.M)
+SUMMARY_LINE = re.compile(r"^pcoll\s+(allreduce|reduce|bcast|gatherv)\s+(\S+)\s+(\d+)\s", re.M)
+
+
+def summary_problems(err, nranks, cenv):
+    """What is wrong with the PCOLL_STATS=1 summary of a Fortran run ([] if
+    nothing): it must be job-wide (every rank's Fortran MPI_Init reached
+    pcoll) and, above one rank, show each collective run by a pcoll
+    algorithm, the forced one if one is forced (the calls reached pcoll)."""
+    head = SUMMARY_HEAD.search(err)
+    if not head:
+        return ["no 'pcoll summary' on stderr with PCOLL_STATS=1: the Fortran calls did not reach pcoll"]
+    problems = []
+    if int(head.group(1)) != nranks or "this rank only" in head.group(2):
+        problems.append("the summary is not job-wide for %d ranks: %r" % (nranks, head.group(0)))
+    if nranks > 1:
+        ran = {}
+        for coll, alg, calls in SUMMARY_LINE.findall(err):
+            if alg != "mpi" and int(calls) > 0:
+                ran.setdefault(coll, set()).add(alg)
+        for coll in COLLS:
+            forced = cenv.get(COLL_ENV[coll], "").split(":")[0]
+            if coll not in ran:
+                problems.append("no %s call ran a pcoll algorithm (summary shows only the host MPI)" % coll)
+            elif forced and forced not in ran[coll]:
+                problems.append("%s: forced %s, the summary shows %s" % (coll, forced, ", ".join(sorted(ran[coll]))))
+    return problems
+
 
 def make_configs(algs, have_lib):
     """[(name, env, kind)] with kind in stock, disabled, auto, forced."""
@@ -387,7 +440,7 @@ def run_matrix(args, res):
         os.makedirs(bdir, exist_ok=True)
         exes = {}
         for prog in programs:
-            src = os.path.join(HERE, prog + ".c")
+            src = source(prog)
             exe = os.path.join(bdir, prog)
             ok, text = compile_prog(mpi, src, exe)
             if not ok:
@@ -427,14 +480,22 @@ def run_matrix(args, res):
                 tenv["CTEST_AVOID_HOST_BUGS"] = "1"
             if mode == "preload":
                 tenv["LD_PRELOAD"] = lib
+            check_summary = is_fortran(prog) and kind in ("auto", "forced")
+            if check_summary:
+                tenv["PCOLL_STATS"] = "1"
+            if is_fortran(prog) and nr % 2 == 1:
+                tenv["CTEST_INIT_THREAD"] = "1"  # MPI_Init_thread instead of MPI_Init
             rc, out, err, secs = run_mpi(mpi, nr, exe, tenv, args.timeout)
             ok = rc == 0 and ("ctest %s: OK" % prog) in out
+            problems = summary_problems(err, nr, cenv) if ok and check_summary else []
+            ok = ok and not problems
             line = "%s %s ranks=%d cfg=%s %s (%.1fs)" % (mpi, mode, nr, cname, prog, secs)
             if extra.get("CTEST_SHARD"):
                 line += " [shard %s]" % extra["CTEST_SHARD"]
             details = ""
             if not ok:
                 details = "env: %s\n" % " ".join("%s=%s" % kv for kv in sorted(tenv.items()))
+                details += "".join(p + "\n" for p in problems)
                 details += failure_details(rc, out, err)
                 if rc is None:
                     line += " HANG (timeout %ds)" % args.timeout
@@ -486,6 +547,22 @@ def extra_checks(mpi, lib, exes, args, res):
         details = "" if not problems else "\n".join(problems) + "\n" + failure_details(rc, out, err, 20, 5)
         res.add(not problems, "%s link ranks=2 t_allreduce_link resolves MPI_* to libpcoll (NEEDED: %s) (%.1fs)" % (
             mpi, " ".join(needed or []), secs), details, mpi, secs)
+    # the Fortran programs: libpcoll must be in NEEDED (gcc's default
+    # --as-needed keeps it only if the program calls a symbol it defines:
+    # under MPICH, just the Fortran MPI_Init ones) ahead of every MPI
+    # library; that the calls reach it is checked by the summary of the
+    # matrix's link runs
+    for (prog, mode), exe in sorted(exes.items()):
+        if mode != "link" or not is_fortran(prog):
+            continue
+        needed = needed_libs(exe)
+        if needed is None:
+            continue
+        ip = [i for i, n in enumerate(needed) if "pcoll" in n]
+        im = [i for i, n in enumerate(needed) if re.match(r"lib(mpi|mpich)", n)]
+        ok = bool(ip) and not (im and min(im) < min(ip))
+        res.add(ok, "%s link %s: libpcoll first in NEEDED (%s)" % (mpi, prog, " ".join(needed)),
+                "" if ok else "libpcoll missing from, or after an MPI library in, the NEEDED entries", mpi)
 
 
 def main():
@@ -512,6 +589,7 @@ def main():
     else:
         args.ranks = [2, 3] if args.quick else ALL_RANKS
     progs = sorted(f[:-2] for f in os.listdir(HERE) if f.startswith("t_") and f.endswith(".c"))
+    progs += sorted(f[:-4] for f in os.listdir(HERE) if f.startswith("f_") and f.endswith(".F90"))
     if args.programs:
         want = [p.strip() for p in args.programs.split(",") if p.strip()]
         unknown = [p for p in want if p not in progs]

@@ -226,6 +226,43 @@ pub(super) fn reduction(
     Done(execute(rt, comm, &call, &GatherLayout::default(), send, recv, &red.combine as &Combine))
 }
 
+/// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
+/// non-zero root from about 2 KiB, so there the root passes a copy of its
+/// data as the send buffer instead: same result, valid for every host.
+// MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI: the casts are needed for one of them.
+#[allow(clippy::unnecessary_cast)]
+pub(super) fn forward_reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    call: impl FnOnce(*const c_void, *mut c_void) -> c_int,
+) -> c_int {
+    let root_in_place = sendbuf == in_place()
+        && root != 0
+        && count > 0
+        && !recvbuf.is_null()
+        && handles::is_usable_type(datatype)
+        && comm_shape(comm).is_some_and(|(rank, _)| rank as c_int == root);
+    if !root_in_place {
+        return call(sendbuf, recvbuf);
+    }
+    let (mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0);
+    // SAFETY: a usable datatype; the out-pointers are locals.
+    unsafe {
+        PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
+        PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
+    }
+    let span = ((count - 1) * extent as i64 + true_extent as i64).max(0) as usize;
+    // SAFETY: the root's receive buffer holds `count` elements, whose bytes
+    // lie in [recvbuf + true_lb, recvbuf + true_lb + span).
+    let data = unsafe { std::slice::from_raw_parts(recvbuf.cast::<u8>().wrapping_offset(true_lb as isize), span) };
+    let copy = data.to_vec();
+    call(copy.as_ptr().wrapping_offset(-(true_lb as isize)).cast(), recvbuf)
+}
+
 /// Runs of at most `c_int::MAX` packed bytes that `count` elements of a
 /// type split into, as (first element, elements): MPI_Pack takes int sizes.
 fn pack_runs(count: i64, ty: &TypeLayout) -> impl Iterator<Item = (i64, i64)> {
@@ -282,7 +319,7 @@ pub(super) fn bcast(
     comm: MPI_Comm,
 ) -> Outcome {
     let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
-    if count < 0 || handles::is_null_type(datatype) || root < 0 || root as usize >= size {
+    if count < 0 || !handles::is_usable_type(datatype) || root < 0 || root as usize >= size {
         return Forward("invalid argument");
     }
     let ty = handles::layout(datatype);
@@ -356,7 +393,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     };
     let root = root as usize;
     let in_place = rank == root && sendbuf == in_place();
-    if !in_place && (sendcount < 0 || handles::is_null_type(sendtype)) {
+    if !in_place && (sendcount < 0 || !handles::is_usable_type(sendtype)) {
         return Forward("invalid send arguments");
     }
     let send_ty = (!in_place).then(|| handles::layout(sendtype));
@@ -437,8 +474,8 @@ struct RootPlan {
 }
 
 fn plan_root(args: &RootArgs<'_>, rank: usize, in_place: bool, my_bytes: usize) -> Result<RootPlan, &'static str> {
-    if handles::is_null_type(args.recvtype) {
-        return Err("null receive type");
+    if !handles::is_usable_type(args.recvtype) {
+        return Err("invalid receive type");
     }
     if args.blocks.iter().any(|&(count, _)| count < 0) {
         return Err("negative receive count");
@@ -508,7 +545,12 @@ pub unsafe extern "C" fn MPI_Reduce(
         Coll::Reduce,
         |rt| reduction(rt, Coll::Reduce, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
         // SAFETY: the caller's arguments, unchanged.
-        || unsafe { PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) },
+        || {
+            forward_reduce(sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
+                // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
+                unsafe { PMPI_Reduce(send, recv, count, datatype, op, root, comm) }
+            })
+        },
     )
 }
 

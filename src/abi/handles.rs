@@ -20,9 +20,15 @@ pub(super) struct TypeLayout {
     pub dense: bool,
 }
 
-/// Whether the handle is MPI_DATATYPE_NULL.
-pub(super) fn is_null_type(datatype: MPI_Datatype) -> bool {
-    classify(datatype).0 == class::PCOLL_CLASS_NULL
+/// Whether collectives may use the datatype: not MPI_DATATYPE_NULL, and
+/// predefined or committed (the host reports anything else).
+pub(super) fn is_usable_type(datatype: MPI_Datatype) -> bool {
+    match classify(datatype).0 {
+        class::PCOLL_CLASS_NULL => false,
+        // SAFETY: a non-null derived datatype handle from the user.
+        class::PCOLL_CLASS_DERIVED => unsafe { shim::pcoll_dtype_committed(datatype) != 0 },
+        _ => true,
+    }
 }
 
 fn classify(datatype: MPI_Datatype) -> (class::Type, repr::Type) {

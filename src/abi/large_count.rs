@@ -4,7 +4,7 @@
 //! displacements and share everything else with the int-count entry
 //! points: classification, selection, algorithms, statistics.
 
-use super::entry::{bcast, entry, gatherv, reduction};
+use super::entry::{bcast, entry, forward_reduce, gatherv, reduction};
 use crate::core::types::Coll;
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};
@@ -44,7 +44,12 @@ pub unsafe extern "C" fn MPI_Reduce_c(
         Coll::Reduce,
         |rt| reduction(rt, Coll::Reduce, sendbuf, recvbuf, count, datatype, op, Some(root), comm),
         // SAFETY: the caller's arguments, unchanged.
-        || unsafe { PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm) },
+        || {
+            forward_reduce(sendbuf, recvbuf, count, datatype, root, comm, |send, recv| {
+                // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
+                unsafe { PMPI_Reduce_c(send, recv, count, datatype, op, root, comm) }
+            })
+        },
     )
 }
 

@@ -135,5 +135,11 @@ fn host_version() -> String {
     // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING characters plus a terminator.
     unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
     let bytes: Vec<u8> = buf[..len.max(0) as usize].iter().map(|&c| c as u8).collect();
-    String::from_utf8_lossy(&bytes).lines().next().unwrap_or("").trim().to_string()
+    // Open MPI counts the terminating NUL in `len`.
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c: char| c.is_whitespace() || c == '\0')
+        .to_string()
 }

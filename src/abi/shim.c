@@ -1,7 +1,12 @@
 /* See shim.h. Handles are compared here, in C, because only the MPI header
  * knows what they are. */
 #include "shim.h"
+#include <pthread.h>
 #include <stddef.h>
+#ifdef OPEN_MPI
+/* mpicc.openmpi puts <include>/openmpi on the include path. */
+#include "opal/datatype/opal_datatype.h"
+#endif
 
 /* Representation of an integer type from its size and signedness. */
 #define INT_REPR(T)                                                              \
@@ -152,5 +157,31 @@ void *pcoll_fortran_buffer(void *buf, int in_place_allowed)
     if (in_place_allowed && is_mpi_fortran_in_place(buf))
         return MPI_IN_PLACE;
     return is_mpi_fortran_bottom(buf) ? MPI_BOTTOM : buf;
+}
+#endif
+
+#ifdef OPEN_MPI
+int pcoll_dtype_committed(MPI_Datatype datatype)
+{
+    /* ompi_datatype_t begins with its opal_datatype_t. */
+    return (((const opal_datatype_t *)datatype)->flags & OPAL_DATATYPE_FLAG_COMMITTED) != 0;
+}
+#else
+/* A duplicate of MPI_COMM_SELF that returns errors instead of calling the
+ * user's error handler: probing a datatype must not abort the job. */
+static MPI_Comm probe_comm = MPI_COMM_NULL;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+static void create_probe_comm(void)
+{
+    PMPI_Comm_dup(MPI_COMM_SELF, &probe_comm);
+    PMPI_Comm_set_errhandler(probe_comm, MPI_ERRORS_RETURN);
+}
+
+int pcoll_dtype_committed(MPI_Datatype datatype)
+{
+    int size;
+    pthread_once(&probe_once, create_probe_comm);
+    return PMPI_Pack_size(1, datatype, probe_comm, &size) == MPI_SUCCESS;
 }
 #endif

@@ -44,6 +44,11 @@ enum pcoll_op {
 int pcoll_dtype_class(MPI_Datatype datatype, int *repr);
 int pcoll_op_code(MPI_Op op);
 
+/* Whether a (non-null) datatype is committed, as the host's collectives
+ * require: Open MPI's datatype flag, or for MPICH whether MPI_Pack_size
+ * (which refuses uncommitted types) accepts it. */
+int pcoll_dtype_committed(MPI_Datatype datatype);
+
 void *pcoll_in_place(void);
 MPI_Datatype pcoll_dtype_byte(void);
 
