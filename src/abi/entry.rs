@@ -270,27 +270,50 @@ fn pack_runs(count: i64, ty: &TypeLayout) -> impl Iterator<Item = (i64, i64)> {
     (0..count).step_by(per_run as usize).map(move |first| (first, per_run.min(count - first)))
 }
 
+/// Calls `f(address, count, datatype)` naming elements `first..first + n`
+/// of a user buffer. MPICH's MPI_Pack and MPI_Unpack refuse a NULL buffer
+/// (MPI_BOTTOM with a datatype of absolute addresses), so for NULL the same
+/// bytes are named from a non-null base through a temporary struct type
+/// whose displacement cancels the base.
+fn with_elements(
+    buf: *mut c_void,
+    first: i64,
+    n: i64,
+    datatype: MPI_Datatype,
+    ty: &TypeLayout,
+    f: impl FnOnce(*mut c_void, c_int, MPI_Datatype),
+) {
+    let offset = first as isize * ty.extent;
+    if !buf.is_null() {
+        return f(buf.cast::<u8>().wrapping_offset(offset).cast(), n as c_int, datatype);
+    }
+    static BASE: u8 = 0;
+    let base = std::ptr::addr_of!(BASE) as *mut c_void;
+    let (blocklength, displacement) = (n as c_int, (offset - base as isize) as MPI_Aint);
+    let mut run_type = datatype;
+    // SAFETY: one block of n elements at an absolute address (base +
+    // displacement = the user's address); the type is freed after use.
+    unsafe {
+        PMPI_Type_create_struct(1, &blocklength, &displacement, &datatype, &mut run_type);
+        PMPI_Type_commit(&mut run_type);
+    }
+    f(base, 1, run_type);
+    // SAFETY: the temporary type created above.
+    unsafe { PMPI_Type_free(&mut run_type) };
+}
+
 /// Packs `count` elements of a non-dense datatype into their signature bytes.
 fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout, comm: MPI_Comm) -> Vec<u8> {
     let mut packed = vec![0u8; count as usize * ty.size];
     for (first, n) in pack_runs(count, ty) {
         let run = &mut packed[first as usize * ty.size..(first + n) as usize * ty.size];
         let mut position: c_int = 0;
-        // SAFETY: `run` holds the n × size bytes the host packs n elements
-        // into (homogeneous native format); the user's buffer holds `count`
-        // elements of `datatype`, element `first` at first × extent.
-        unsafe {
-            let src = buf.cast::<u8>().wrapping_offset(first as isize * ty.extent);
-            PMPI_Pack(
-                src.cast(),
-                n as c_int,
-                datatype,
-                run.as_mut_ptr().cast(),
-                run.len() as c_int,
-                &mut position,
-                comm,
-            );
-        }
+        with_elements(buf.cast_mut(), first, n, datatype, ty, |src, n, dt| {
+            // SAFETY: `run` holds the n × size bytes the host packs n
+            // elements into (homogeneous native format); `src` names
+            // elements of the user's buffer.
+            unsafe { PMPI_Pack(src, n, dt, run.as_mut_ptr().cast(), run.len() as c_int, &mut position, comm) };
+        });
         assert_eq!(position as usize, run.len(), "packed size differs from the type signature");
     }
     packed
@@ -301,12 +324,11 @@ fn unpack(packed: &[u8], buf: *mut c_void, count: i64, datatype: MPI_Datatype, t
     for (first, n) in pack_runs(count, ty) {
         let run = &packed[first as usize * ty.size..(first + n) as usize * ty.size];
         let mut position: c_int = 0;
-        // SAFETY: `run` holds what `pack` produced for these n elements; the
-        // user's buffer holds `count` elements of `datatype`.
-        unsafe {
-            let dst = buf.cast::<u8>().wrapping_offset(first as isize * ty.extent);
-            PMPI_Unpack(run.as_ptr().cast(), run.len() as c_int, &mut position, dst.cast(), n as c_int, datatype, comm);
-        }
+        with_elements(buf, first, n, datatype, ty, |dst, n, dt| {
+            // SAFETY: `run` holds what `pack` produced for these elements;
+            // `dst` names them in the user's buffer.
+            unsafe { PMPI_Unpack(run.as_ptr().cast(), run.len() as c_int, &mut position, dst, n, dt, comm) };
+        });
     }
 }
 
