@@ -2,7 +2,7 @@
 //! point-to-point on the communicator's private duplicate.
 
 use crate::core::schedule::Xfer;
-use crate::exec::{pieces, Buffers, Transport};
+use crate::exec::{pieces, Buffers, RawBuffers, Transport};
 use mpi_sys::*;
 use std::os::raw::c_int;
 
@@ -31,34 +31,46 @@ impl Transport for PmpiTransport {
     fn exchange(&mut self, bufs: &mut Buffers<'_>, sends: &[Xfer], recvs: &[Xfer]) -> Result<(), c_int> {
         let raw = bufs.raw();
         self.requests.clear();
-        // SAFETY (whole block): `locate` checks each region lies inside its
+        let comm = self.comm;
+        // SAFETY: `locate` checked the region lies inside its
         // buffer; the buffers stay borrowed until Waitall returns; receive
         // regions are disjoint from each other and from send regions (a
         // schedule invariant the simulator checks).
-        unsafe {
-            let byte = super::shim::pcoll_dtype_byte();
-            for x in recvs {
-                let base = raw.locate(x.region);
-                for (off, len) in pieces(x.region.len, MAX_PIECE) {
-                    let mut req = RSMPI_REQUEST_NULL;
-                    let rc =
-                        PMPI_Irecv(base.add(off).cast(), len as c_int, byte, x.peer as c_int, TAG, self.comm, &mut req);
-                    self.requests.push(req);
-                    check(rc)?;
-                }
+        self.post(&raw, recvs, |buf, len, byte, peer, req| unsafe {
+            PMPI_Irecv(buf.cast(), len, byte, peer, TAG, comm, req)
+        })?;
+        // SAFETY: as above; MPI only reads a send buffer.
+        self.post(&raw, sends, |buf, len, byte, peer, req| unsafe {
+            PMPI_Isend(buf.cast(), len, byte, peer, TAG, comm, req)
+        })?;
+        // SAFETY: the requests just posted.
+        check(unsafe { PMPI_Waitall(self.requests.len() as c_int, self.requests.as_mut_ptr(), RSMPI_STATUSES_IGNORE) })
+    }
+}
+
+impl PmpiTransport {
+    /// Posts one non-blocking call per piece of each transfer:
+    /// `call(address, bytes, MPI_BYTE, peer, request)`.
+    fn post(
+        &mut self,
+        raw: &RawBuffers,
+        xfers: &[Xfer],
+        call: impl Fn(*mut u8, c_int, MPI_Datatype, c_int, *mut MPI_Request) -> c_int,
+    ) -> Result<(), c_int> {
+        // SAFETY: returns the MPI_BYTE handle.
+        let byte = unsafe { super::shim::pcoll_dtype_byte() };
+        // SAFETY: reads the MPI_REQUEST_NULL constant.
+        let null = unsafe { RSMPI_REQUEST_NULL };
+        for x in xfers {
+            let base = raw.locate(x.region);
+            for (off, len) in pieces(x.region.len, MAX_PIECE) {
+                let mut req = null;
+                let rc = call(base.wrapping_add(off), len as c_int, byte, x.peer as c_int, &mut req);
+                self.requests.push(req);
+                check(rc)?;
             }
-            for x in sends {
-                let base = raw.locate(x.region);
-                for (off, len) in pieces(x.region.len, MAX_PIECE) {
-                    let mut req = RSMPI_REQUEST_NULL;
-                    let rc =
-                        PMPI_Isend(base.add(off).cast(), len as c_int, byte, x.peer as c_int, TAG, self.comm, &mut req);
-                    self.requests.push(req);
-                    check(rc)?;
-                }
-            }
-            check(PMPI_Waitall(self.requests.len() as c_int, self.requests.as_mut_ptr(), RSMPI_STATUSES_IGNORE))
         }
+        Ok(())
     }
 }
 
