@@ -3,7 +3,7 @@
 
 use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
 use crate::core::types::{Elem, ReduceOp, TypeClass};
-use crate::exec::kernels::{self, KernelFn};
+use crate::exec::kernels::{self, Kernel};
 use crate::exec::Combiner;
 use mpi_sys::*;
 use std::os::raw::c_int;
@@ -60,7 +60,7 @@ pub(super) fn layout(datatype: MPI_Datatype) -> TypeLayout {
 /// How a reduction combines two vectors.
 pub(super) enum Combine {
     /// A pcoll kernel.
-    Native(KernelFn),
+    Native(Kernel),
     /// The host MPI's MPI_Reduce_local: user-defined operators, and
     /// predefined ones on types pcoll has no kernel for (long double, ...).
     Host { op: MPI_Op, datatype: MPI_Datatype, extent: usize },
@@ -69,7 +69,7 @@ pub(super) enum Combine {
 impl Combiner for Combine {
     fn combine(&self, src: &[u8], dst: &mut [u8]) {
         match *self {
-            Combine::Native(kernel) => kernel(src, dst),
+            Combine::Native(kernel) => (kernel.inplace)(src, dst),
             Combine::Host { op, datatype, extent } => {
                 // Reduce_local takes an int count: go in chunks.
                 let per_call = (c_int::MAX as usize / extent).max(1) * extent;
@@ -85,6 +85,16 @@ impl Combiner for Combine {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    fn combine_into(&self, first: &[u8], second: &[u8], out: &mut [u8]) {
+        match *self {
+            Combine::Native(kernel) => (kernel.into)(first, second, out),
+            Combine::Host { .. } => {
+                out.copy_from_slice(second);
+                self.combine(first, out);
             }
         }
     }

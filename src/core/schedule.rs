@@ -56,6 +56,23 @@ pub enum Local {
     /// `dst = src ∘ dst`, elementwise: `src` holds the operand that comes
     /// first in rank order (MPI_Reduce_local's inbuf/inoutbuf convention).
     Reduce { src: Region, dst: Region },
+    /// `dst = first ∘ second`, elementwise, with `dst` disjoint from both
+    /// operands: combines without first copying a read-only operand (the
+    /// user's send buffer) into place.
+    ReduceInto { first: Region, second: Region, dst: Region },
+}
+
+impl Local {
+    /// The regions this operation reads besides its destination (which a
+    /// `Reduce` also reads), and the destination. The reads must not share
+    /// a byte with the destination, except that a `Copy` onto itself is a
+    /// no-op.
+    pub fn operands(&self) -> (Vec<Region>, Region) {
+        match *self {
+            Local::Copy { src, dst } | Local::Reduce { src, dst } => (vec![src], dst),
+            Local::ReduceInto { first, second, dst } => (vec![first, second], dst),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -134,6 +151,19 @@ impl Builder {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 {
             self.open.locals.push(Local::Reduce { src, dst });
+        }
+        self
+    }
+
+    /// `dst = first ∘ second`; `dst` may be `second` itself (then this is
+    /// [`Builder::reduce`]) but must not otherwise share bytes with either.
+    pub fn reduce_into(&mut self, first: Region, second: Region, dst: Region) -> &mut Self {
+        debug_assert!(first.len == second.len && second.len == dst.len);
+        if dst == second {
+            return self.reduce(first, dst);
+        }
+        if dst.len > 0 {
+            self.open.locals.push(Local::ReduceInto { first, second, dst });
         }
         self
     }

@@ -28,17 +28,24 @@ use std::ops::{Add, BitAnd, BitOr, BitXor, Mul, Sub};
 
 use crate::core::types::{Elem, ReduceOp};
 
-/// `dst[i] = src[i] ∘ dst[i]` for whole elements (`src` is the operand that
-/// comes first in rank order). Both slices have the same length, a multiple
-/// of the element's extent (possibly zero), and need no alignment.
-pub type KernelFn = fn(src: &[u8], dst: &mut [u8]);
+/// A native reduction kernel, in its two forms. Slices have the same
+/// length, a multiple of the element's extent (possibly zero), and need no
+/// alignment; the operand that comes first in rank order is always the
+/// first argument.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel {
+    /// `dst[i] = src[i] ∘ dst[i]`.
+    pub inplace: fn(src: &[u8], dst: &mut [u8]),
+    /// `out[i] = first[i] ∘ second[i]`.
+    pub into: fn(first: &[u8], second: &[u8], out: &mut [u8]),
+}
 
 /// The native kernel for an element representation and operator, or `None`
 /// where the pair makes no sense for the representation (bitwise operators
 /// on floats, MINLOC on non-pair types, LAND on complex, ...). Exactly the
 /// pairs that [`ReduceOp::valid_for`] accepts for the representation's
 /// datatype group have a kernel.
-pub fn native(elem: Elem, op: ReduceOp) -> Option<KernelFn> {
+pub fn native(elem: Elem, op: ReduceOp) -> Option<Kernel> {
     match elem {
         Elem::I8 => integer::<i8>(op),
         Elem::U8 => integer::<u8>(op),
@@ -66,61 +73,61 @@ pub fn native(elem: Elem, op: ReduceOp) -> Option<KernelFn> {
 // Operator tables per kind of representation.
 
 /// SUM, PROD, MAX, MIN: integers and floats.
-fn arith<T: Num>(op: ReduceOp) -> Option<KernelFn> {
-    let k: KernelFn = match op {
-        ReduceOp::Sum => kernel::<T, Sum>,
-        ReduceOp::Prod => kernel::<T, Prod>,
-        ReduceOp::Max => kernel::<T, Max>,
-        ReduceOp::Min => kernel::<T, Min>,
+fn arith<T: Num>(op: ReduceOp) -> Option<Kernel> {
+    let k = match op {
+        ReduceOp::Sum => kernel::<T, Sum>(),
+        ReduceOp::Prod => kernel::<T, Prod>(),
+        ReduceOp::Max => kernel::<T, Max>(),
+        ReduceOp::Min => kernel::<T, Min>(),
         _ => return None,
     };
     Some(k)
 }
 
 /// LAND, LOR, LXOR: integers and C `_Bool`.
-fn logical<T: Int>(op: ReduceOp) -> Option<KernelFn> {
-    let k: KernelFn = match op {
-        ReduceOp::Land => kernel::<T, Land>,
-        ReduceOp::Lor => kernel::<T, Lor>,
-        ReduceOp::Lxor => kernel::<T, Lxor>,
+fn logical<T: Int>(op: ReduceOp) -> Option<Kernel> {
+    let k = match op {
+        ReduceOp::Land => kernel::<T, Land>(),
+        ReduceOp::Lor => kernel::<T, Lor>(),
+        ReduceOp::Lxor => kernel::<T, Lxor>(),
         _ => return None,
     };
     Some(k)
 }
 
 /// Everything but MINLOC/MAXLOC: integers.
-fn integer<T: Int>(op: ReduceOp) -> Option<KernelFn> {
-    let k: KernelFn = match op {
-        ReduceOp::Band => kernel::<T, Band>,
-        ReduceOp::Bor => kernel::<T, Bor>,
-        ReduceOp::Bxor => kernel::<T, Bxor>,
+fn integer<T: Int>(op: ReduceOp) -> Option<Kernel> {
+    let k = match op {
+        ReduceOp::Band => kernel::<T, Band>(),
+        ReduceOp::Bor => kernel::<T, Bor>(),
+        ReduceOp::Bxor => kernel::<T, Bxor>(),
         _ => return arith::<T>(op).or_else(|| logical::<T>(op)),
     };
     Some(k)
 }
 
 /// SUM (componentwise, so the scalar kernel) and PROD: complex.
-fn complex<F: Num>(op: ReduceOp) -> Option<KernelFn>
+fn complex<F: Num>(op: ReduceOp) -> Option<Kernel>
 where
     Prod: Op<Cx<F>>,
 {
-    let k: KernelFn = match op {
-        ReduceOp::Sum => kernel::<F, Sum>,
-        ReduceOp::Prod => kernel::<Cx<F>, Prod>,
+    let k = match op {
+        ReduceOp::Sum => kernel::<F, Sum>(),
+        ReduceOp::Prod => kernel::<Cx<F>, Prod>(),
         _ => return None,
     };
     Some(k)
 }
 
 /// MINLOC, MAXLOC: value/index pairs.
-fn loc<P: Lanes>(op: ReduceOp) -> Option<KernelFn>
+fn loc<P: Lanes>(op: ReduceOp) -> Option<Kernel>
 where
     MinLoc: Op<P>,
     MaxLoc: Op<P>,
 {
-    let k: KernelFn = match op {
-        ReduceOp::MinLoc => kernel::<P, MinLoc>,
-        ReduceOp::MaxLoc => kernel::<P, MaxLoc>,
+    let k = match op {
+        ReduceOp::MinLoc => kernel::<P, MinLoc>(),
+        ReduceOp::MaxLoc => kernel::<P, MaxLoc>(),
         _ => return None,
     };
     Some(k)
@@ -133,6 +140,8 @@ where
 trait Lanes: Copy {
     /// Bytes per element (the extent).
     const W: usize;
+    /// Whether `store` leaves some of the `W` bytes (padding) untouched.
+    const PADDED: bool = false;
     /// Decodes from a chunk of exactly `W` bytes.
     fn load(b: &[u8]) -> Self;
     /// Encodes into a chunk of exactly `W` bytes (padding may be left as is).
@@ -144,11 +153,28 @@ trait Op<T> {
     fn apply(src: T, dst: T) -> T;
 }
 
-fn kernel<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
+fn kernel<T: Lanes, O: Op<T>>() -> Kernel {
+    Kernel { inplace: inplace::<T, O>, into: into::<T, O> }
+}
+
+fn inplace<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
     assert_eq!(src.len(), dst.len(), "reduction operands of different lengths");
     debug_assert_eq!(src.len() % T::W, 0, "reduction of a partial element");
     for (s, d) in src.chunks_exact(T::W).zip(dst.chunks_exact_mut(T::W)) {
         O::apply(T::load(s), T::load(d)).store(d);
+    }
+}
+
+fn into<T: Lanes, O: Op<T>>(first: &[u8], second: &[u8], out: &mut [u8]) {
+    assert!(first.len() == out.len() && second.len() == out.len(), "reduction operands of different lengths");
+    debug_assert_eq!(out.len() % T::W, 0, "reduction of a partial element");
+    if T::PADDED {
+        // Padding is not part of the value: keep the second operand's, as
+        // the in-place form keeps the destination's.
+        out.copy_from_slice(second);
+    }
+    for ((a, b), o) in first.chunks_exact(T::W).zip(second.chunks_exact(T::W)).zip(out.chunks_exact_mut(T::W)) {
+        O::apply(T::load(a), T::load(b)).store(o);
     }
 }
 
@@ -245,6 +271,7 @@ struct Pair<V, const I: usize, const E: usize> {
 
 impl<V: Lanes, const I: usize, const E: usize> Lanes for Pair<V, I, E> {
     const W: usize = E;
+    const PADDED: bool = V::W + 4 < E;
     #[inline(always)]
     fn load(b: &[u8]) -> Self {
         Pair { v: V::load(&b[..V::W]), i: i32::load(&b[I..I + 4]) }
@@ -616,9 +643,17 @@ mod tests {
         for (s, d) in src[off..].chunks(w).zip(want[off..].chunks_mut(w)) {
             reference(e, op, s, d);
         }
-        k(&src[off..], &mut dst[off..]);
-        for (j, ((s, g), x)) in src[off..].chunks(w).zip(dst[off..].chunks(w)).zip(want[off..].chunks(w)).enumerate() {
-            assert!(same(e, op, g, x), "{e:?} {op:?} n={n} element {j}: src {s:02x?} got {g:02x?} want {x:02x?}");
+        // The ternary form into a buffer of junk, from the untouched operands.
+        let mut out = vec![0x3cu8; dst.len() - off];
+        (k.into)(&src[off..], &dst[off..], &mut out);
+        (k.inplace)(&src[off..], &mut dst[off..]);
+        for (form, got) in [("in place", &dst[off..]), ("into", &out[..])] {
+            for (j, ((s, g), x)) in src[off..].chunks(w).zip(got.chunks(w)).zip(want[off..].chunks(w)).enumerate() {
+                assert!(
+                    same(e, op, g, x),
+                    "{e:?} {op:?} {form} n={n} element {j}: src {s:02x?} got {g:02x?} want {x:02x?}"
+                );
+            }
         }
     }
 
@@ -661,7 +696,8 @@ mod tests {
         for e in ELEMS {
             for op in OPS {
                 if let Some(k) = native(e, op) {
-                    k(&[], &mut []);
+                    (k.inplace)(&[], &mut []);
+                    (k.into)(&[], &[], &mut []);
                     check(e, op, 0, 0, 1);
                     check(e, op, 13, 1, 7);
                 }
@@ -673,7 +709,7 @@ mod tests {
     fn hand_picked_cases() {
         let f = |e, op, s: &[u8], d: &[u8]| {
             let mut d = d.to_vec();
-            native(e, op).unwrap()(s, &mut d);
+            (native(e, op).unwrap().inplace)(s, &mut d);
             d
         };
         let b = |xs: &[i32]| xs.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
@@ -725,12 +761,12 @@ mod tests {
             // 1.0 and 2.0 as f64 (no subnormals), small positive integers.
             let src: Vec<u8> = (0..BYTES).map(|i| [0, 0, 0, 0, 0, 0, 0xf0, 0x3f][i % 8]).collect();
             let mut dst: Vec<u8> = (0..BYTES).map(|i| [0, 0, 0, 0, 0, 0, 0, 0x40][i % 8]).collect();
-            k(&src, &mut dst);
+            (k.inplace)(&src, &mut dst);
             // Best and median of 200 passes: the machine may be shared.
             let mut dt: Vec<f64> = (0..200)
                 .map(|_| {
                     let t = std::time::Instant::now();
-                    k(std::hint::black_box(&src), std::hint::black_box(&mut dst));
+                    (k.inplace)(std::hint::black_box(&src), std::hint::black_box(&mut dst));
                     t.elapsed().as_secs_f64()
                 })
                 .collect();

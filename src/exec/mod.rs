@@ -79,31 +79,35 @@ impl<'a> Buffers<'a> {
         &mut buf[r.off..r.end()]
     }
 
-    /// A source to read and a disjoint destination to write, possibly in
-    /// the same buffer. Returns `None` when both are the same bytes.
-    fn split(&mut self, src: Region, dst: Region) -> Option<(&[u8], &mut [u8])> {
-        let (src, dst) = (self.resolve(src), self.resolve(dst));
-        if src == dst {
-            return None;
-        }
-        assert!(!src.overlaps(&dst), "overlapping local operands {src:?} {dst:?}");
-        let (read, write): (&[u8], &mut [u8]) = match (src.buf, dst.buf) {
-            (_, BufId::Send) => panic!("schedule writes to the send buffer: {dst:?}"),
-            (BufId::Send, BufId::Recv) => (self.send.unwrap_or(&[]), &mut *self.recv),
-            (BufId::Send, BufId::Scratch) => (self.send.unwrap_or(&[]), &mut *self.scratch),
-            (BufId::Recv, BufId::Scratch) => (&*self.recv, &mut *self.scratch),
-            (BufId::Scratch, BufId::Recv) => (&*self.scratch, &mut *self.recv),
-            (BufId::Recv, BufId::Recv) | (BufId::Scratch, BufId::Scratch) => {
-                let whole: &mut [u8] = if dst.buf == BufId::Recv { self.recv } else { self.scratch };
-                let (lo, hi) = whole.split_at_mut(src.off.max(dst.off));
-                return Some(if src.off < dst.off {
-                    (&lo[src.off..src.end()], &mut hi[..dst.len])
-                } else {
-                    (&hi[..src.len], &mut lo[dst.off..dst.end()])
-                });
-            }
+    /// Up to `N` regions to read and one disjoint region to write, any of
+    /// them possibly in the same buffer. A read region must not share a
+    /// byte with the written one (checked), reads may overlap each other.
+    fn operands<const N: usize>(&mut self, reads: [Region; N], write: Region) -> ([&[u8]; N], &mut [u8]) {
+        let write = self.resolve(write);
+        let in_place = self.send.is_none();
+        let send = self.send.unwrap_or(&[]);
+        let (whole, other): (&mut [u8], &[u8]) = match write.buf {
+            BufId::Send => panic!("schedule writes to the send buffer: {write:?}"),
+            BufId::Recv => (&mut *self.recv, &*self.scratch),
+            BufId::Scratch => (&mut *self.scratch, &*self.recv),
         };
-        Some((&read[src.off..src.end()], &mut write[dst.off..dst.end()]))
+        let (lo, rest) = whole.split_at_mut(write.off);
+        let (out, hi) = rest.split_at_mut(write.len);
+        let (lo, hi): (&[u8], &[u8]) = (lo, hi);
+        let inputs = reads.map(|r| {
+            let r = if r.buf == BufId::Send && in_place { Region { buf: BufId::Recv, ..r } } else { r };
+            if r.buf != write.buf {
+                let buf = if r.buf == BufId::Send { send } else { other };
+                return &buf[r.off..r.end()];
+            }
+            assert!(!r.overlaps(&write), "local operation reads {r:?} while writing {write:?}");
+            if r.end() <= write.off {
+                &lo[r.off..r.end()]
+            } else {
+                &hi[r.off - write.end()..r.end() - write.end()]
+            }
+        });
+        (inputs, out)
     }
 }
 
@@ -121,6 +125,12 @@ pub trait Transport {
 /// is the operand that comes first in rank order.
 pub trait Combiner {
     fn combine(&self, src: &[u8], dst: &mut [u8]);
+
+    /// `out = first ∘ second`; `out` shares no byte with either operand.
+    fn combine_into(&self, first: &[u8], second: &[u8], out: &mut [u8]) {
+        out.copy_from_slice(second);
+        self.combine(first, out);
+    }
 }
 
 /// Splits a transfer of `len` bytes into pieces of at most `max` bytes, as
@@ -134,13 +144,18 @@ pub fn pieces(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
 pub fn apply_local<C: Combiner + ?Sized>(bufs: &mut Buffers<'_>, local: &Local, combiner: &C) {
     match *local {
         Local::Copy { src, dst } => {
-            if let Some((from, to)) = bufs.split(src, dst) {
+            if bufs.resolve(src) != bufs.resolve(dst) {
+                let ([from], to) = bufs.operands([src], dst);
                 to.copy_from_slice(from);
             }
         }
         Local::Reduce { src, dst } => {
-            let (from, to) = bufs.split(src, dst).expect("a reduction of a region with itself");
+            let ([from], to) = bufs.operands([src], dst);
             combiner.combine(from, to);
+        }
+        Local::ReduceInto { first, second, dst } => {
+            let ([a, b], to) = bufs.operands([first, second], dst);
+            combiner.combine_into(a, b, to);
         }
     }
 }

@@ -369,19 +369,23 @@ pub fn validate(rank: usize, size: usize, sched: &Schedule, io: &RankIo) -> Resu
                 recv = Some((end, i));
             }
         }
-        // Local operations.
+        // Local operations: operands of one length within their buffers,
+        // and the written region disjoint from every read one, except a
+        // copy onto itself (a no-op).
         for (index, local) in step.locals.iter().enumerate() {
-            let (src, dst, reduce) = match *local {
-                Local::Copy { src, dst } => (src, dst, false),
-                Local::Reduce { src, dst } => (src, dst, true),
-            };
-            in_bounds(Use::LocalSrc { index }, src)?;
+            let (reads, dst) = local.operands();
+            for &src in &reads {
+                in_bounds(Use::LocalSrc { index }, src)?;
+            }
             in_bounds(Use::LocalDst { index }, dst)?;
             writable(Use::LocalDst { index }, dst)?;
-            let (rs, _) = resolve(io, scratch, src);
             let (rd, _) = resolve(io, scratch, dst);
-            let same = rs == rd;
-            if src.len != dst.len || (reduce && same) || (!same && rs.overlaps(&rd)) {
+            let bad = reads.iter().any(|&src| {
+                let (rs, _) = resolve(io, scratch, src);
+                let self_copy = matches!(local, Local::Copy { .. }) && rs == rd;
+                src.len != dst.len || (!self_copy && rs.overlaps(&rd))
+            });
+            if bad {
                 return Err(SimError::BadLocal { rank, step: step_no, index, local: *local });
             }
         }

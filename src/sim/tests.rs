@@ -102,6 +102,20 @@ fn local_ops_within_one_buffer() {
     run(&scheds, &mut bufs, &ByteSum).unwrap();
     // scratch[0..2] = [1, 2]; recv[2..4] = [11, 22]; recv[0..2] = [12, 24].
     assert_eq!(bufs[0].recv, vec![12, 24, 11, 22]);
+    // Three operands: two reads on either side of the written bytes, and a
+    // read from another buffer.
+    let into = [
+        Local::ReduceInto { first: r(0, 1), second: r(3, 1), dst: r(1, 1) },
+        Local::ReduceInto { first: reg(BufId::Send, 0, 2), second: r(2, 2), dst: t(0, 2) },
+    ];
+    let scheds = vec![sched(vec![step(&[], &[], &into)], 2)];
+    let mut bufs = vec![RankIo { send: vec![5, 6], recv: vec![1, 2, 10, 20], in_place: false }];
+    run(&scheds, &mut bufs, &ByteSum).unwrap();
+    assert_eq!(bufs[0].recv, vec![1, 21, 10, 20]);
+    // A destination that overlaps an operand is refused.
+    let bad = Local::ReduceInto { first: r(0, 2), second: r(2, 2), dst: r(1, 2) };
+    let err = validate(0, 1, &sched(vec![step(&[], &[], &[bad])], 0), &bufs[0]).unwrap_err();
+    assert!(matches!(err, SimError::BadLocal { .. }), "{err}");
 }
 
 #[test]
