@@ -43,6 +43,9 @@ pub struct Algorithm {
     pub params: &'static [ParamSpec],
     pub check: CheckFn,
     pub build: BuildFn,
+    /// Gatherv: every rank needs the root's block layout to build its
+    /// schedule (a tree forwards other ranks' blocks), not only the root.
+    pub layout_everywhere: bool,
 }
 
 impl std::fmt::Debug for Algorithm {
@@ -52,6 +55,26 @@ impl std::fmt::Debug for Algorithm {
 }
 
 impl Algorithm {
+    /// An algorithm without parameters that accepts every call.
+    pub const fn new(coll: Coll, name: &'static str, summary: &'static str, build: BuildFn) -> Algorithm {
+        Algorithm { coll, name, summary, params: &[], check: any_call, build, layout_everywhere: false }
+    }
+
+    pub const fn with_params(mut self, params: &'static [ParamSpec]) -> Algorithm {
+        self.params = params;
+        self
+    }
+
+    pub const fn with_check(mut self, check: CheckFn) -> Algorithm {
+        self.check = check;
+        self
+    }
+
+    pub const fn with_layout_everywhere(mut self) -> Algorithm {
+        self.layout_everywhere = true;
+        self
+    }
+
     pub fn default_params(&self) -> Params {
         Params(self.params.iter().map(|p| p.default).collect())
     }
@@ -63,46 +86,21 @@ fn any_call(_: &CallDesc) -> Result<(), &'static str> {
 }
 
 pub static ALGORITHMS: &[Algorithm] = &[
-    Algorithm {
-        coll: Coll::Allreduce,
-        name: "recursive_doubling",
-        summary: "recursive doubling, extra ranks folded into pairs (log2 p full-vector exchanges)",
-        params: &[],
-        check: any_call,
-        build: allreduce_recursive_doubling::build,
-    },
-    Algorithm {
-        coll: Coll::Allreduce,
-        name: "reduce_bcast",
-        summary: "binomial reduce to rank 0, then binomial broadcast",
-        params: &[],
-        check: any_call,
-        build: allreduce_reduce_bcast::build,
-    },
-    Algorithm {
-        coll: Coll::Reduce,
-        name: "binomial",
-        summary: "binomial tree, combining in rank order",
-        params: &[],
-        check: any_call,
-        build: reduce_binomial::build,
-    },
-    Algorithm {
-        coll: Coll::Bcast,
-        name: "binomial",
-        summary: "binomial tree",
-        params: &[],
-        check: any_call,
-        build: bcast_binomial::build,
-    },
-    Algorithm {
-        coll: Coll::Gatherv,
-        name: "linear",
-        summary: "every rank sends its block straight to the root",
-        params: &[],
-        check: any_call,
-        build: gatherv_linear::build,
-    },
+    Algorithm::new(
+        Coll::Allreduce,
+        "recursive_doubling",
+        "recursive doubling, extra ranks folded into pairs (log2 p full-vector exchanges)",
+        allreduce_recursive_doubling::build,
+    ),
+    Algorithm::new(
+        Coll::Allreduce,
+        "reduce_bcast",
+        "binomial reduce to rank 0, then binomial broadcast",
+        allreduce_reduce_bcast::build,
+    ),
+    Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
+    Algorithm::new(Coll::Bcast, "binomial", "binomial tree", bcast_binomial::build),
+    Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
 ];
 
 /// The registered algorithms of one collective, in registry order.

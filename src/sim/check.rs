@@ -154,10 +154,13 @@ impl Case {
             .collect()
     }
 
-    /// The layout `rank` passes: the root's for the root, empty elsewhere
+    /// The layout `rank` builds its schedule from: the root's for the root
+    /// and, for algorithms that need it everywhere (which the library
+    /// provides by broadcasting it or, in the aggressive mode, from every
+    /// rank's own recvcounts and displs), for every rank; empty elsewhere
     /// (recvcounts and displs are significant only at the root).
-    pub fn layout_at(&self, rank: usize) -> GatherLayout {
-        if self.coll == Coll::Gatherv && rank == self.root() {
+    pub fn layout_at(&self, rank: usize, everywhere: bool) -> GatherLayout {
+        if self.coll == Coll::Gatherv && (rank == self.root() || everywhere) {
             self.layout.clone()
         } else {
             GatherLayout::default()
@@ -186,7 +189,7 @@ pub fn schedules(alg: &Algorithm, params: &Params, case: &Case) -> Result<Option
     if !verdicts[0] {
         return Ok(None);
     }
-    Ok(Some(descs.iter().map(|d| (alg.build)(d, params, &case.layout_at(d.rank))).collect()))
+    Ok(Some(descs.iter().map(|d| (alg.build)(d, params, &case.layout_at(d.rank, alg.layout_everywhere))).collect()))
 }
 
 /// Runs `alg` on `case` and checks the result. `Ok(None)` if the algorithm

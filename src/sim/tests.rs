@@ -258,7 +258,7 @@ fn detects_bad_regions_and_peers() {
 // The checker catches wrong algorithms.
 
 fn fake(coll: Coll, build: crate::algos::BuildFn) -> Algorithm {
-    Algorithm { coll, name: "fake", summary: "", params: &[], check: |_| Ok(()), build }
+    Algorithm::new(coll, "fake", "", build)
 }
 
 /// Linear reduce to the root where the root combines children in the order
