@@ -8,6 +8,7 @@ mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
 mod bcast_binomial;
 mod gatherv_linear;
+mod rabenseifner;
 mod reduce_binomial;
 
 use crate::core::call::{CallDesc, GatherLayout};
@@ -98,7 +99,31 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "binomial reduce to rank 0, then binomial broadcast",
         allreduce_reduce_bcast::build,
     ),
+    Algorithm::new(
+        Coll::Allreduce,
+        "rabenseifner",
+        "recursive halving + doubling; extra ranks by half-vector exchanges (seed 004)",
+        rabenseifner::allreduce,
+    ),
+    Algorithm::new(
+        Coll::Allreduce,
+        "rabenseifner_fold",
+        "recursive halving + doubling; extra ranks folded in whole (prior art)",
+        rabenseifner::allreduce_fold,
+    ),
     Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
+    Algorithm::new(
+        Coll::Reduce,
+        "rabenseifner",
+        "recursive halving + binomial gather; extra ranks by half-vector exchanges (seed 004)",
+        rabenseifner::reduce,
+    ),
+    Algorithm::new(
+        Coll::Reduce,
+        "rabenseifner_fold",
+        "recursive halving + binomial gather; extra ranks folded in whole (prior art)",
+        rabenseifner::reduce_fold,
+    ),
     Algorithm::new(Coll::Bcast, "binomial", "binomial tree", bcast_binomial::build),
     Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
 ];

@@ -159,11 +159,12 @@ impl Case {
     /// provides by broadcasting it or, in the aggressive mode, from every
     /// rank's own recvcounts and displs), for every rank; empty elsewhere
     /// (recvcounts and displs are significant only at the root).
-    pub fn layout_at(&self, rank: usize, everywhere: bool) -> GatherLayout {
+    pub fn layout_at(&self, rank: usize, everywhere: bool) -> &GatherLayout {
+        static NONE: GatherLayout = GatherLayout { blocks: Vec::new() };
         if self.coll == Coll::Gatherv && (rank == self.root() || everywhere) {
-            self.layout.clone()
+            &self.layout
         } else {
-            GatherLayout::default()
+            &NONE
         }
     }
 
@@ -189,7 +190,7 @@ pub fn schedules(alg: &Algorithm, params: &Params, case: &Case) -> Result<Option
     if !verdicts[0] {
         return Ok(None);
     }
-    Ok(Some(descs.iter().map(|d| (alg.build)(d, params, &case.layout_at(d.rank, alg.layout_everywhere))).collect()))
+    Ok(Some(descs.iter().map(|d| (alg.build)(d, params, case.layout_at(d.rank, alg.layout_everywhere))).collect()))
 }
 
 /// Runs `alg` on `case` and checks the result. `Ok(None)` if the algorithm

@@ -35,6 +35,8 @@
 //! collective, inputs, and a comparison against the sequential reference.
 
 pub mod check;
+pub mod cost;
+pub mod model;
 
 #[cfg(test)]
 mod tests;

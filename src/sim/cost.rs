@@ -1,0 +1,417 @@
+//! The cost model: prices every rank's schedule together under an
+//! alpha-beta-gamma model, so that algorithms can be compared at scales
+//! this machine cannot run (p up to 32768) and checked against their
+//! closed formulas.
+//!
+//! It is a discrete-event simulation of the schedules themselves, without
+//! data. Each rank runs its steps in order; a step starts when the previous
+//! one (and its local operations) has finished. A message of `n` bytes is a
+//! *transfer* that becomes ready when its send is posted (eager messages,
+//! up to [`CostModel::eager`] bytes) or when both its send and its receive
+//! are posted (rendezvous). Each rank has an out-port and an in-port that
+//! carry one transfer at a time: a transfer starts at
+//! `max(ready, sender's out-port free, receiver's in-port free)`, holds both
+//! ports for `n β`, and arrives `α` later. Ports are granted in order of
+//! readiness. A send is complete when its bytes have left; a receive when
+//! they have arrived and it is posted.
+//!
+//! A step ends when its transfers are complete; then its local operations
+//! cost `n γ` per reduced byte and `n δ` per copied byte. With ports, a
+//! linear gather costs `(p-1) n β` at the root rather than one `α + n β`,
+//! and a flat fan-out is serialised at its source, as on real networks (the
+//! single-port model).
+//!
+//! Pricing with `α = γ = δ = 0, β = 1` gives the bytes on the critical path
+//! (the bandwidth term); [`Price`] also reports total traffic.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::fmt;
+
+use crate::core::schedule::{Local, Schedule};
+
+/// Parameters of the model, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    /// Latency per message.
+    pub alpha: f64,
+    /// Transfer time per byte (inverse link bandwidth).
+    pub beta: f64,
+    /// Reduction time per byte combined.
+    pub gamma: f64,
+    /// Local copy time per byte.
+    pub delta: f64,
+    /// Messages up to this many bytes go eagerly (without waiting for the
+    /// receive to be posted).
+    pub eager: usize,
+}
+
+impl CostModel {
+    /// Typical of an InfiniBand cluster of 2020: 1.5 us latency, 12 GB/s
+    /// links, 4 GB/s reductions, 10 GB/s copies.
+    pub const CLUSTER: CostModel =
+        CostModel { alpha: 1.5e-6, beta: 1.0 / 12e9, gamma: 1.0 / 4e9, delta: 1.0 / 10e9, eager: 16384 };
+
+    /// Only bytes on the wire count: the price is the critical-path bytes.
+    pub const BANDWIDTH: CostModel = CostModel { alpha: 0.0, beta: 1.0, gamma: 0.0, delta: 0.0, eager: 0 };
+}
+
+impl fmt::Display for CostModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "alpha={:.3e},beta={:.3e},gamma={:.3e},delta={:.3e},eager={}",
+            self.alpha, self.beta, self.gamma, self.delta, self.eager
+        )
+    }
+}
+
+/// What a call costs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Price {
+    /// When the last rank finishes (the call's duration).
+    pub time: f64,
+    /// When each rank finishes.
+    pub finish: Vec<f64>,
+    /// Bytes sent, summed over ranks.
+    pub bytes: usize,
+    /// Messages sent, summed over ranks.
+    pub messages: usize,
+}
+
+/// A schedule set that cannot complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PriceError {
+    /// Some ranks wait for ever; the first few (rank, step).
+    Deadlock(Vec<(usize, usize)>),
+    /// A message whose length differs from the receive that matches it.
+    Mismatched { src: usize, dst: usize, sent: usize, expected: usize },
+    /// Messages nobody receives.
+    Unmatched(usize),
+}
+
+impl fmt::Display for PriceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PriceError::Deadlock(who) => write!(f, "deadlock: (rank, step) {who:?} wait for ever"),
+            PriceError::Mismatched { src, dst, sent, expected } => {
+                write!(f, "message {src}→{dst} of {sent} bytes matches a receive of {expected}")
+            }
+            PriceError::Unmatched(n) => write!(f, "{n} message(s) never received"),
+        }
+    }
+}
+
+impl std::error::Error for PriceError {}
+
+/// A time-ordered event. At equal times steps start first (they post
+/// transfers that may be ready at once), then transfers go in the order
+/// their sends were posted, as a sender's port queues them.
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    time: f64,
+    /// 0 for steps, 1 for transfers.
+    class: u8,
+    /// Order within the class: a counter for steps, the message number
+    /// (posting order) for transfers.
+    seq: u64,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// A rank starts its next step.
+    Step(usize),
+    /// Transfer `id` may start.
+    Ready(usize),
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// Reversed, for the max-heap: earliest first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.time.total_cmp(&self.time).then(other.class.cmp(&self.class)).then(other.seq.cmp(&self.seq))
+    }
+}
+
+struct Msg {
+    src: usize,
+    dst: usize,
+    len: usize,
+    eager: bool,
+    sent_at: f64,
+    /// When the matching receive was posted, once it is.
+    recv_at: Option<f64>,
+    /// When the bytes are in, once the transfer has been scheduled.
+    arrival: Option<f64>,
+}
+
+#[derive(Default, Clone)]
+struct RankState {
+    step: usize,
+    out_free: f64,
+    in_free: f64,
+    /// Transfers of the current step not yet complete, and the latest
+    /// completion time so far.
+    left: usize,
+    step_end: f64,
+    done: bool,
+}
+
+/// Prices `schedules[r]` run by rank `r`, all starting at time 0.
+pub fn price(schedules: &[Schedule], model: &CostModel) -> Result<Price, PriceError> {
+    Pricer::new(schedules, model).run()
+}
+
+struct Pricer<'a> {
+    schedules: &'a [Schedule],
+    model: &'a CostModel,
+    ranks: Vec<RankState>,
+    msgs: Vec<Msg>,
+    /// Posted sends not yet matched, per (src, dst), in order.
+    sends: HashMap<(usize, usize), VecDeque<usize>>,
+    /// Posted receives not yet matched, per (src, dst): (length, time).
+    recvs: HashMap<(usize, usize), VecDeque<(usize, f64)>>,
+    events: BinaryHeap<Event>,
+    seq: u64,
+    price: Price,
+}
+
+impl<'a> Pricer<'a> {
+    fn new(schedules: &'a [Schedule], model: &'a CostModel) -> Self {
+        let p = schedules.len();
+        Pricer {
+            schedules,
+            model,
+            ranks: vec![RankState::default(); p],
+            msgs: Vec::new(),
+            sends: HashMap::new(),
+            recvs: HashMap::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            price: Price { finish: vec![0.0; p], ..Price::default() },
+        }
+    }
+
+    fn push(&mut self, time: f64, kind: Kind) {
+        let (class, seq) = match kind {
+            Kind::Step(_) => {
+                self.seq += 1;
+                (0, self.seq)
+            }
+            Kind::Ready(id) => (1, id as u64),
+        };
+        self.events.push(Event { time, class, seq, kind });
+    }
+
+    fn run(mut self) -> Result<Price, PriceError> {
+        for rank in 0..self.schedules.len() {
+            self.push(0.0, Kind::Step(rank));
+        }
+        while let Some(Event { time, kind, .. }) = self.events.pop() {
+            match kind {
+                Kind::Step(rank) => self.start_step(rank, time)?,
+                Kind::Ready(id) => self.transfer(id, time),
+            }
+        }
+        let stuck: Vec<(usize, usize)> =
+            self.ranks.iter().enumerate().filter(|(_, r)| !r.done).map(|(i, r)| (i, r.step)).take(8).collect();
+        if !stuck.is_empty() {
+            return Err(PriceError::Deadlock(stuck));
+        }
+        let unmatched: usize = self.sends.values().map(VecDeque::len).sum();
+        if unmatched > 0 {
+            return Err(PriceError::Unmatched(unmatched));
+        }
+        self.price.time = self.price.finish.iter().copied().fold(0.0, f64::max);
+        Ok(self.price)
+    }
+
+    fn start_step(&mut self, rank: usize, now: f64) -> Result<(), PriceError> {
+        let Some(step) = self.schedules[rank].steps.get(self.ranks[rank].step) else {
+            self.ranks[rank].done = true;
+            self.price.finish[rank] = now;
+            return Ok(());
+        };
+        let st = &mut self.ranks[rank];
+        st.left = step.sends.len() + step.recvs.len();
+        st.step_end = now;
+        for x in &step.sends {
+            let (dst, len) = (x.peer, x.region.len);
+            let id = self.msgs.len();
+            let eager = len <= self.model.eager;
+            self.msgs.push(Msg { src: rank, dst, len, eager, sent_at: now, recv_at: None, arrival: None });
+            self.price.bytes += len;
+            self.price.messages += 1;
+            if eager {
+                self.push(now, Kind::Ready(id));
+            }
+            match self.recvs.get_mut(&(rank, dst)).and_then(VecDeque::pop_front) {
+                Some((expected, at)) => self.matched(id, expected, at)?,
+                None => self.sends.entry((rank, dst)).or_default().push_back(id),
+            }
+        }
+        for x in &step.recvs {
+            match self.sends.get_mut(&(x.peer, rank)).and_then(VecDeque::pop_front) {
+                Some(id) => self.matched(id, x.region.len, now)?,
+                None => self.recvs.entry((x.peer, rank)).or_default().push_back((x.region.len, now)),
+            }
+        }
+        self.maybe_finish_step(rank);
+        Ok(())
+    }
+
+    /// Message `id` meets its receive, of `expected` bytes, posted `at`.
+    fn matched(&mut self, id: usize, expected: usize, at: f64) -> Result<(), PriceError> {
+        let msg = &mut self.msgs[id];
+        if msg.len != expected {
+            return Err(PriceError::Mismatched { src: msg.src, dst: msg.dst, sent: msg.len, expected });
+        }
+        msg.recv_at = Some(at);
+        if !msg.eager {
+            let ready = msg.sent_at.max(at);
+            self.push(ready, Kind::Ready(id));
+        } else if let Some(arrival) = msg.arrival {
+            self.received(id, arrival.max(at));
+        }
+        Ok(())
+    }
+
+    /// Transfer `id` is ready at `now`: it takes both ports when free.
+    fn transfer(&mut self, id: usize, now: f64) {
+        let (src, dst, len) = (self.msgs[id].src, self.msgs[id].dst, self.msgs[id].len);
+        let start = now.max(self.ranks[src].out_free).max(self.ranks[dst].in_free);
+        let done = start + len as f64 * self.model.beta;
+        self.ranks[src].out_free = done;
+        self.ranks[dst].in_free = done;
+        let arrival = done + self.model.alpha;
+        self.msgs[id].arrival = Some(arrival);
+        self.complete(src, done);
+        if let Some(at) = self.msgs[id].recv_at {
+            self.received(id, arrival.max(at));
+        }
+    }
+
+    fn received(&mut self, id: usize, time: f64) {
+        let dst = self.msgs[id].dst;
+        self.complete(dst, time);
+    }
+
+    /// One transfer of `rank`'s current step is complete at `time`.
+    fn complete(&mut self, rank: usize, time: f64) {
+        let st = &mut self.ranks[rank];
+        st.left -= 1;
+        st.step_end = st.step_end.max(time);
+        self.maybe_finish_step(rank);
+    }
+
+    fn maybe_finish_step(&mut self, rank: usize) {
+        let st = &self.ranks[rank];
+        if st.left > 0 {
+            return;
+        }
+        let step = &self.schedules[rank].steps[st.step];
+        let local: f64 = step
+            .locals
+            .iter()
+            .map(|l| match l {
+                Local::Copy { dst, .. } => dst.len as f64 * self.model.delta,
+                Local::Reduce { dst, .. } | Local::ReduceInto { dst, .. } => dst.len as f64 * self.model.gamma,
+            })
+            .sum();
+        let end = st.step_end + local;
+        self.ranks[rank].step += 1;
+        self.push(end, Kind::Step(rank));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::schedule::{BufId, Builder, Region};
+
+    fn reg(len: usize) -> Region {
+        Region::new(BufId::Send, 0, len)
+    }
+
+    const M: CostModel = CostModel { alpha: 10.0, beta: 1.0, gamma: 0.5, delta: 0.25, eager: 1000 };
+
+    #[test]
+    fn one_message_and_a_reduction() {
+        let mut a = Builder::new();
+        a.send(1, reg(100));
+        let mut b = Builder::new();
+        b.reserve_scratch(100);
+        b.recv(0, Region::new(BufId::Scratch, 0, 100)).reduce(reg(100), Region::new(BufId::Scratch, 0, 100));
+        let p = price(&[a.finish(), b.finish()], &M).unwrap();
+        // 100 β out, then α + 100 β to arrive, then 100 γ.
+        assert_eq!(p.finish, vec![100.0, 10.0 + 100.0 + 50.0]);
+        assert_eq!((p.time, p.bytes, p.messages), (160.0, 100, 1));
+    }
+
+    #[test]
+    fn ports_serialise_fan_in_and_fan_out() {
+        // Rank 0 receives 3 messages at once: they queue at its in-port.
+        let p = 4;
+        let scheds: Vec<Schedule> = (0..p)
+            .map(|r| {
+                let mut b = Builder::new();
+                if r == 0 {
+                    for peer in 1..p {
+                        b.recv(peer, Region::new(BufId::Recv, peer * 10, 10));
+                    }
+                } else {
+                    b.send(0, reg(10));
+                }
+                b.finish()
+            })
+            .collect();
+        let pr = price(&scheds, &M).unwrap();
+        assert_eq!(pr.finish[0], 10.0 + 10.0 + 20.0);
+        // And a fan-out: the root's out-port sends one after the other.
+        let scheds: Vec<Schedule> = (0..p)
+            .map(|r| {
+                let mut b = Builder::new();
+                if r == 0 {
+                    for peer in 1..p {
+                        b.send(peer, reg(10));
+                    }
+                } else {
+                    b.recv(0, Region::new(BufId::Recv, 0, 10));
+                }
+                b.finish()
+            })
+            .collect();
+        let pr = price(&scheds, &M).unwrap();
+        assert_eq!(&pr.finish[1..], &[20.0, 30.0, 40.0]);
+        assert_eq!(pr.finish[0], 30.0);
+    }
+
+    #[test]
+    fn detects_deadlock_and_mismatch() {
+        let recv_first = |peer| {
+            let mut b = Builder::new();
+            b.recv(peer, Region::new(BufId::Recv, 0, 1)).end_step();
+            b.send(peer, reg(1));
+            b.finish()
+        };
+        let err = price(&[recv_first(1), recv_first(0)], &M).unwrap_err();
+        assert_eq!(err, PriceError::Deadlock(vec![(0, 0), (1, 0)]));
+        let mut a = Builder::new();
+        a.send(1, reg(2));
+        let mut b = Builder::new();
+        b.recv(0, Region::new(BufId::Recv, 0, 3));
+        let err = price(&[a.finish(), b.finish()], &M).unwrap_err();
+        assert!(matches!(err, PriceError::Mismatched { sent: 2, expected: 3, .. }), "{err}");
+    }
+}
