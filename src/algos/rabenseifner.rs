@@ -316,7 +316,7 @@ impl Plan {
         // Step 2: in each quad the second pair hands its halves to the
         // first; in the triple a→x (first half) and x→b (second half).
         if rel < 4 * self.quads() {
-            let half = if rel % 2 == 0 { self.first() } else { self.second() };
+            let half = if rel.is_multiple_of(2) { self.first() } else { self.second() };
             if rel % 4 >= 2 {
                 b.send(to(rel - 2), v.acc(half));
             } else {
@@ -348,14 +348,14 @@ impl Plan {
         }
         let to = |rel: usize| self.rank(rel);
         if self.scheme == Scheme::Fold {
-            if rel < 2 * r && rel % 2 == 0 {
+            if rel < 2 * r && rel.is_multiple_of(2) {
                 b.send(to(rel + 1), v.result(self.whole())).end_step();
             } else if rel < 2 * r {
                 b.recv(to(rel - 1), v.result(self.whole())).end_step();
             }
             return;
         }
-        let half_of = |rel: usize| if rel % 2 == 0 { self.first() } else { self.second() };
+        let half_of = |rel: usize| if rel.is_multiple_of(2) { self.first() } else { self.second() };
         let x = 2 * r;
         // Step A: quad holders give their half to their partners; b → x.
         if rel < 4 * self.quads() {
