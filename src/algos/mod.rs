@@ -10,6 +10,7 @@ mod bcast_binomial;
 mod gatherv_linear;
 mod rabenseifner;
 mod reduce_binomial;
+mod ring;
 
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::schedule::Schedule;
@@ -111,6 +112,13 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "recursive halving + doubling; extra ranks folded in whole (prior art)",
         rabenseifner::allreduce_fold,
     ),
+    Algorithm::new(
+        Coll::Allreduce,
+        "ring",
+        "ring reduce-scatter + ring allgather (commutative operators)",
+        ring::allreduce,
+    )
+    .with_check(ring::check),
     Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
     Algorithm::new(
         Coll::Reduce,
@@ -124,6 +132,13 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "recursive halving + binomial gather; extra ranks folded in whole (prior art)",
         rabenseifner::reduce_fold,
     ),
+    Algorithm::new(
+        Coll::Reduce,
+        "ring",
+        "ring reduce-scatter, pieces sent to the root (commutative operators)",
+        ring::reduce,
+    )
+    .with_check(ring::check),
     Algorithm::new(Coll::Bcast, "binomial", "binomial tree", bcast_binomial::build),
     Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
 ];

@@ -102,6 +102,18 @@ mod tests {
     }
 
     #[test]
+    fn ring_matches_its_formula() {
+        // 2(p-1) α + 2 (p-1)/p n β + (p-1)/p n γ, for any p.
+        let n = 8 * 3 * 5 * 7 * 64;
+        for p in [2, 3, 5, 7, 8] {
+            let f = (p - 1) as f64 / p as f64 * n as f64;
+            let (a, b, g) = terms(alg(Coll::Allreduce, "ring"), p, n);
+            assert_eq!(a, 2.0 * (p - 1) as f64, "p={p}");
+            assert!((b - 2.0 * f).abs() < 1e-6 && (g - f).abs() < 1e-6, "p={p}: {b} {g}");
+        }
+    }
+
+    #[test]
     fn recursive_doubling_and_binomial_match_their_formulas() {
         let n = 4096;
         for p in [2, 16, 256] {
