@@ -14,8 +14,8 @@
 //! `(p-1)/p n` bytes per phase, on one link each: the best bandwidth use
 //! for any p, power of two or not. Memory: one piece of scratch (plus a
 //! vector at the non-root ranks of Reduce). Cost (Allreduce):
-//! `2(p-1) α + 2 (p-1)/p n β + (p-1)/p n γ`; Reduce: `p α + 2 (p-1)/p n β
-//! + (p-1)/p n γ` (the root takes in p-1 pieces).
+//! `2(p-1) α + 2 (p-1)/p n β + (p-1)/p n γ`; Reduce:
+//! `p α + 2 (p-1)/p n β + (p-1)/p n γ` (the root takes in p-1 pieces).
 //! Seed: the bandwidth-optimal baseline of seed 004's large-message case.
 
 use crate::algos::Params;
