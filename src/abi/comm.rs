@@ -1,4 +1,5 @@
-//! Per-communicator state: the private duplicate all pcoll traffic runs on.
+//! Per-communicator state: the private duplicate all pcoll traffic runs on,
+//! and the schedules built for the communicator.
 //!
 //! It is created at the first collective pcoll runs on a communicator (a
 //! point every rank reaches together, since collectives are called in the
@@ -9,15 +10,20 @@
 
 use super::shim;
 use super::transport::check;
+use crate::exec::cache::ScheduleCache;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::collections::HashSet;
 use std::os::raw::{c_int, c_void};
 use std::sync::Mutex;
 
-struct CommState {
+pub(super) struct CommState {
     /// The private duplicate; MPI_COMM_NULL once released at finalize.
-    private: MPI_Comm,
+    pub private: MPI_Comm,
+    /// Schedules of calls on this communicator. A communicator is used by
+    /// one thread at a time (MPI's rule for collectives), so the lock is
+    /// never contended; it makes the state shareable.
+    pub schedules: Mutex<ScheduleCache>,
 }
 
 /// The keyval pcoll's state hangs on. Attributes with it are not copied by
@@ -38,27 +44,30 @@ fn keyval() -> Result<c_int, c_int> {
         .copied()
 }
 
-/// The private duplicate of `comm`, created on first use. Collective over
-/// `comm` the first time.
-pub(super) fn private_comm(comm: MPI_Comm) -> Result<MPI_Comm, c_int> {
+/// pcoll's state for `comm`, created on first use (collective over `comm`
+/// the first time). It stays valid until the user frees `comm`, which MPI
+/// forbids during a collective on it.
+pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
     let keyval = keyval()?;
     let mut value: *mut c_void = std::ptr::null_mut();
     let mut found: c_int = 0;
     // SAFETY: MPI writes the attribute (a pointer) into `value`.
     check(unsafe { PMPI_Comm_get_attr(comm, keyval, (&mut value as *mut *mut c_void).cast(), &mut found) })?;
     if found != 0 {
-        // SAFETY: only pcoll sets this keyval, always to a leaked Box<CommState>.
-        return Ok(unsafe { (*(value as *const CommState)).private });
+        // SAFETY: only pcoll sets this keyval, always to a leaked Box<CommState>
+        // that lives until the attribute is deleted.
+        return Ok(unsafe { &*(value as *const CommState) });
     }
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
     check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
-    let state = Box::into_raw(Box::new(CommState { private }));
+    let state = Box::into_raw(Box::new(CommState { private, schedules: Mutex::default() }));
     LIVE.lock().unwrap().get_or_insert_with(HashSet::new).insert(state as usize);
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
     check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
     log::debug!("created the private communicator for a communicator");
-    Ok(private)
+    // SAFETY: just attached; lives until the attribute is deleted.
+    Ok(unsafe { &*state })
 }
 
 fn free_comm(comm: &mut MPI_Comm) {
@@ -83,7 +92,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
         free_comm(&mut state.private);
     });
     if outcome.is_err() {
-        eprintln!("pcoll: internal error while freeing a communicator's state");
+        super::runtime::say("pcoll: internal error while freeing a communicator's state\n");
     }
     MPI_SUCCESS as c_int
 }

@@ -53,7 +53,7 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        eprintln!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job");
+        runtime::say(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"));
         // SAFETY: the collective is in an unknown state on this rank; stop the job.
         unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) }
     })
@@ -142,11 +142,11 @@ fn execute(
     combiner: &(impl Combiner + ?Sized),
 ) -> c_int {
     let start = Instant::now();
-    let private = match comm::private_comm(comm) {
-        Ok(private) => private,
+    let state = match comm::state(comm) {
+        Ok(state) => state,
         Err(rc) => return rc,
     };
-    let sched = (call.algo.build)(&call.desc, &call.params, layout);
+    let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout);
     // Reuse this thread's scratch buffer: a fresh large allocation per call
     // costs a page fault per page. Taken out while in use, so a collective
     // called from inside a user operator still works.
@@ -155,7 +155,7 @@ fn execute(
         scratch.resize(sched.scratch_bytes, 0);
     }
     let mut bufs = Buffers { send, recv, scratch: &mut scratch[..sched.scratch_bytes] };
-    let rc = match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(private), combiner) {
+    let rc = match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
         Ok(()) => MPI_SUCCESS as c_int,
         Err(rc) => rc,
     };

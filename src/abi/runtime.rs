@@ -47,12 +47,18 @@ pub(super) fn get() -> &'static Runtime {
     match runtime {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("pcoll: {err}");
+            say(&format!("pcoll: {err}\n"));
             // SAFETY: aborting the job is the documented response to a bad configuration.
             unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
             unreachable!("MPI_Abort returned");
         }
     }
+}
+
+/// Writes `text` to stderr in one call, so that a job abort cannot cut it
+/// short and other ranks' lines do not interleave with it.
+pub(super) fn say(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 fn init_logging(cfg: &Config) {
@@ -98,7 +104,7 @@ unsafe extern "C" fn on_finalize(
         comm::release_all();
     });
     if outcome.is_err() {
-        eprintln!("pcoll: internal error at MPI_Finalize");
+        say("pcoll: internal error at MPI_Finalize\n");
     }
     // SAFETY: frees the hook's own keyval, no longer needed.
     unsafe { PMPI_Comm_free_keyval(&mut keyval) };
@@ -110,7 +116,7 @@ unsafe extern "C" fn on_finalize(
 fn print_summary(local: &Stats) {
     let flat = local.to_flat();
     if !HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        eprint!("{}", stats::summary(&flat, &flat, 1, &format!("{} (this rank only)", host_version())));
+        say(&stats::summary(&flat, &flat, 1, &format!("{} (this rank only)", host_version())));
         return;
     }
     let (mut sum, mut max) = (vec![0.0; flat.len()], vec![0.0; flat.len()]);
@@ -124,7 +130,7 @@ fn print_summary(local: &Stats) {
         PMPI_Reduce(flat.as_ptr().cast(), max.as_mut_ptr().cast(), n, RSMPI_DOUBLE, RSMPI_MAX, 0, RSMPI_COMM_WORLD);
     }
     if world_rank() == 0 {
-        eprint!("{}", stats::summary(&sum, &max, size as usize, &host_version()));
+        say(&stats::summary(&sum, &max, size as usize, &host_version()));
     }
 }
 

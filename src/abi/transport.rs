@@ -2,6 +2,7 @@
 //! point-to-point on the communicator's private duplicate.
 
 use crate::core::schedule::Xfer;
+use crate::exec::wait::Backoff;
 use crate::exec::{pieces, Buffers, RawBuffers, Transport};
 use mpi_sys::*;
 use std::os::raw::c_int;
@@ -43,8 +44,19 @@ impl Transport for PmpiTransport {
         self.post(&raw, sends, |buf, len, byte, peer, req| unsafe {
             PMPI_Isend(buf.cast(), len, byte, peer, TAG, comm, req)
         })?;
-        // SAFETY: the requests just posted.
-        check(unsafe { PMPI_Waitall(self.requests.len() as c_int, self.requests.as_mut_ptr(), RSMPI_STATUSES_IGNORE) })
+        // Poll rather than block in PMPI_Waitall: some hosts (MPICH's ch4)
+        // busy-poll there, starving the peers of an oversubscribed node.
+        let mut backoff = Backoff::new();
+        loop {
+            let mut done: c_int = 0;
+            let n = self.requests.len() as c_int;
+            // SAFETY: the requests just posted; completed ones become MPI_REQUEST_NULL.
+            check(unsafe { PMPI_Testall(n, self.requests.as_mut_ptr(), &mut done, RSMPI_STATUSES_IGNORE) })?;
+            if done != 0 {
+                return Ok(());
+            }
+            backoff.pause();
+        }
     }
 }
 

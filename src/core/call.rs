@@ -7,7 +7,7 @@
 
 use super::types::Coll;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CallDesc {
     pub coll: Coll,
     /// This rank in the communicator.
@@ -47,7 +47,7 @@ impl CallDesc {
 
 /// Where each rank's block lands in the root's receive buffer (Gatherv),
 /// as byte offsets from the start of the root's receive region.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, Hash)]
 pub struct GatherLayout {
     /// `(offset, len)` per rank, in bytes.
     pub blocks: Vec<(usize, usize)>,

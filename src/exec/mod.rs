@@ -2,8 +2,10 @@
 //! in the library, mailboxes in the simulator), local copies and reductions
 //! here. Pure safe Rust: the transport owns anything unsafe.
 
+pub mod cache;
 pub mod kernels;
 pub mod stats;
+pub mod wait;
 
 use crate::core::schedule::{BufId, Local, Region, Schedule, Xfer};
 

@@ -1,0 +1,79 @@
+//! Waiting that behaves when ranks outnumber cores (design rule 6): spin
+//! briefly (the common case on a quiet node is a wait of a microsecond or
+//! two), then yield the core, then sleep with growing naps. A rank that
+//! spins for ever on a shared core delays the very peer it waits for.
+
+use std::time::{Duration, Instant};
+
+/// Spinning stops after this long.
+const SPIN: Duration = Duration::from_micros(20);
+/// Yielding stops after this long; then naps.
+const YIELD: Duration = Duration::from_micros(2000);
+/// Naps grow from the first to the longest.
+const NAP_FIRST: Duration = Duration::from_micros(10);
+const NAP_LONGEST: Duration = Duration::from_micros(500);
+
+/// One wait: call [`Backoff::pause`] between polls of the condition.
+#[derive(Debug)]
+pub struct Backoff {
+    start: Option<Instant>,
+    nap: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new()
+    }
+}
+
+impl Backoff {
+    pub fn new() -> Backoff {
+        Backoff { start: None, nap: NAP_FIRST }
+    }
+
+    /// Pauses before the next poll, more politely the longer the wait.
+    pub fn pause(&mut self) {
+        let waited = self.start.get_or_insert_with(Instant::now).elapsed();
+        if waited < SPIN {
+            std::hint::spin_loop();
+        } else if waited < YIELD {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(self.nap);
+            self.nap = (self.nap * 2).min(NAP_LONGEST);
+        }
+    }
+
+    /// Polls `done` until it returns true.
+    pub fn until(mut done: impl FnMut() -> bool) {
+        let mut backoff = Backoff::new();
+        while !done() {
+            backoff.pause();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_until_done_and_naps_when_long() {
+        let mut polls = 0;
+        Backoff::until(|| {
+            polls += 1;
+            polls == 5
+        });
+        assert_eq!(polls, 5);
+        let t = Instant::now();
+        let deadline = t + Duration::from_millis(5);
+        let mut naps = 0;
+        let mut b = Backoff::new();
+        while Instant::now() < deadline {
+            let before = Instant::now();
+            b.pause();
+            naps += (before.elapsed() >= NAP_FIRST) as usize;
+        }
+        assert!(naps > 0, "a wait of 5 ms never napped");
+    }
+}
