@@ -35,11 +35,13 @@
 //!
 //! Limitations: `2 log p` steps: for small vectors a tree or recursive
 //! doubling is faster. Memory: one vector of scratch (Allreduce, the Reduce
-//! root), two at the other Reduce ranks. Cost (Allreduce, p = N a power of
-//! two): `2 log p α + 2 (p-1)/p n β + (p-1)/p n γ`. Not a power of two,
-//! fold: `+ 2 α + 2 n β + n γ` (Reduce: `+ α + n β + n γ`); split:
-//! `(2 log N + 2) α + (3 - 2/N) n β + n γ`, plus `α + n/2 β` when r is odd
-//! (Reduce split: `(2 log N + 1) α + (2 - 1/N) n β`).
+//! root), two at the other Reduce ranks. Cost, p = N a power of two:
+//! Allreduce `2 log p α + 2 (p-1)/p n β + (p-1)/p n γ`, Reduce the same
+//! (the gather mirrors the allgather). Not a power of two, bytes on the
+//! critical path: Allreduce fold `(4 - 2/N) n`, split `(3 - 2/N) n` (`+ n/2`
+//! when r is odd); Reduce fold `(3 - 2/N) n`, split `(2.5 - 2/N) n`. Both
+//! schemes send the same total; the split takes a quarter of the fold's
+//! extra time off the critical path (see `pcoll model --nonpof2`).
 //! Seed: 004 (the split scheme, for Reduce and Allreduce).
 
 use crate::algos::Params;

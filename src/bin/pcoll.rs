@@ -1,11 +1,88 @@
 //! `pcoll`: the command-line companion of libpcoll.so.
 //!
-//! `pcoll algorithms`: every algorithm, one per line as
+//! `pcoll algorithms [-v]`: every algorithm, one per line as
 //! `<collective> <forcing value>` (what PCOLL_<COLL> accepts); the test
-//! runner forces each in turn from this list. `pcoll algorithms -v` adds a
-//! description.
+//! runner forces each in turn from this list. `-v` adds a description and
+//! the parameters.
+//!
+//! `pcoll model [options]`: predicted times of every algorithm from the
+//! cost model, which prices the algorithms' own schedules (see
+//! `pcoll model --help`).
 
 use pcoll::algos::ALGORITHMS;
+use pcoll::core::types::Coll;
+use pcoll::sim::cost::CostModel;
+use pcoll::sim::report::{self, parse_bytes};
+
+const MODEL_HELP: &str = "\
+usage: pcoll model [--coll LIST] [--procs LIST] [--bytes LIST] [--model K=V,...] [--nonpof2]
+
+Predicted times (microseconds) of every algorithm, priced by running the
+algorithms' schedules for all ranks through an alpha-beta-gamma model with
+single-port contention (see src/sim/cost.rs).
+
+  --coll LIST     allreduce,reduce,bcast,gatherv (default: all)
+  --procs LIST    process counts (default 2,4,8,16,64,256,1024,4096,32768)
+  --bytes LIST    message sizes, e.g. 8,1K,64K,1M,64M (default 8,1K,64K,1M,64M)
+  --model K=V,..  model parameters: alpha, beta, gamma, delta (seconds per
+                  message / byte sent / byte reduced / byte copied) and eager
+                  (bytes); default: a 2020 InfiniBand cluster,
+                  alpha=1.5e-6,beta=8.3e-11,gamma=2.5e-10,delta=1e-10,eager=16384.
+                  Calibrated values come from PCOLL_CALIBRATE=1 on a real job.
+  --nonpof2       only the seed-004 split against the classic fold, at
+                  p = 3,5,6,7,12,100,1000 (or --procs), for --bytes (default 1M)
+";
+
+fn fail(msg: &str) -> ! {
+    eprintln!("pcoll: {msg}");
+    std::process::exit(2);
+}
+
+fn list<T>(text: &str, parse: impl Fn(&str) -> Option<T>, what: &str) -> Vec<T> {
+    text.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| parse(s).unwrap_or_else(|| fail(&format!("{s:?} is not {what}"))))
+        .collect()
+}
+
+fn model(args: &[String]) {
+    let mut colls: Vec<Coll> = Coll::ALL.to_vec();
+    let mut procs: Option<Vec<usize>> = None;
+    let mut sizes: Option<Vec<usize>> = None;
+    let mut cost = CostModel::CLUSTER;
+    let mut nonpof2 = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| fail(&format!("{arg} needs a value")));
+        match arg.as_str() {
+            "--coll" => colls = list(value(), |s| Coll::ALL.into_iter().find(|c| c.name() == s.trim()), "a collective"),
+            "--procs" => {
+                procs = Some(list(value(), |s| s.trim().parse().ok().filter(|&p: &usize| p >= 1), "a process count"))
+            }
+            "--bytes" => sizes = Some(list(value(), parse_bytes, "a size")),
+            "--model" => cost = cost.with(value()).unwrap_or_else(|e| fail(&format!("--model: {e}"))),
+            "--nonpof2" => nonpof2 = true,
+            "-h" | "--help" => {
+                print!("{MODEL_HELP}");
+                return;
+            }
+            other => fail(&format!("unknown option {other:?}\n{MODEL_HELP}")),
+        }
+    }
+    println!("# cost model: {cost}");
+    if nonpof2 {
+        let procs = procs.unwrap_or_else(|| vec![3, 5, 6, 7, 12, 100, 1000]);
+        for bytes in sizes.unwrap_or_else(|| vec![1 << 20]) {
+            print!("{}", report::schemes_table(&procs, bytes, &cost));
+        }
+        return;
+    }
+    let procs = procs.unwrap_or_else(|| vec![2, 4, 8, 16, 64, 256, 1024, 4096, 32768]);
+    let sizes = sizes.unwrap_or_else(|| vec![8, 1 << 10, 64 << 10, 1 << 20, 64 << 20]);
+    for coll in colls {
+        print!("{}", report::times(coll, &sizes, &procs, &cost));
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -13,15 +90,24 @@ fn main() {
         Some("algorithms") => {
             let verbose = args.get(1).is_some_and(|a| a == "-v");
             for algo in ALGORITHMS {
-                if verbose {
-                    println!("{} {}\t{}", algo.coll, algo.name, algo.summary);
-                } else {
+                if !verbose {
                     println!("{} {}", algo.coll, algo.name);
+                    continue;
+                }
+                let params: Vec<String> = algo
+                    .params
+                    .iter()
+                    .map(|p| format!("{}={}..{} (default {}: {})", p.name, p.min, p.max, p.default, p.help))
+                    .collect();
+                println!("{} {}\t{}", algo.coll, algo.name, algo.summary);
+                for p in params {
+                    println!("\t\t{p}");
                 }
             }
         }
+        Some("model") => model(&args[1..]),
         _ => {
-            eprintln!("usage: pcoll algorithms [-v]");
+            eprintln!("usage: pcoll algorithms [-v] | pcoll model [--help]");
             std::process::exit(2);
         }
     }

@@ -25,7 +25,7 @@
 //! (the bandwidth term); [`Price`] also reports total traffic.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::BinaryHeap;
 use std::fmt;
 
 use crate::core::schedule::{Local, Schedule};
@@ -54,6 +54,30 @@ impl CostModel {
 
     /// Only bytes on the wire count: the price is the critical-path bytes.
     pub const BANDWIDTH: CostModel = CostModel { alpha: 0.0, beta: 1.0, gamma: 0.0, delta: 0.0, eager: 0 };
+}
+
+impl CostModel {
+    /// Parses `key=value,...` over this model's values (alpha, beta, gamma,
+    /// delta in seconds per message or byte, eager in bytes), the form
+    /// [`fmt::Display`] prints and calibration reports.
+    pub fn with(mut self, text: &str) -> Result<CostModel, String> {
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item.split_once('=').ok_or_else(|| format!("{item:?} is not key=value"))?;
+            let number: f64 = value.trim().parse().map_err(|_| format!("{key}={value:?} is not a number"))?;
+            if !(number.is_finite() && number >= 0.0) {
+                return Err(format!("{key}={value} is not a finite number >= 0"));
+            }
+            match key.trim() {
+                "alpha" => self.alpha = number,
+                "beta" => self.beta = number,
+                "gamma" => self.gamma = number,
+                "delta" => self.delta = number,
+                "eager" => self.eager = number as usize,
+                other => return Err(format!("no model parameter {other:?} (alpha, beta, gamma, delta, eager)")),
+            }
+        }
+        Ok(self)
+    }
 }
 
 impl fmt::Display for CostModel {
@@ -165,6 +189,9 @@ struct RankState {
     /// completion time so far.
     left: usize,
     step_end: f64,
+    /// The current step is being posted: completions wait for the end of
+    /// posting to finish the step (once).
+    posting: bool,
     done: bool,
 }
 
@@ -178,10 +205,13 @@ struct Pricer<'a> {
     model: &'a CostModel,
     ranks: Vec<RankState>,
     msgs: Vec<Msg>,
-    /// Posted sends not yet matched, per (src, dst), in order.
-    sends: HashMap<(usize, usize), VecDeque<usize>>,
-    /// Posted receives not yet matched, per (src, dst): (length, time).
-    recvs: HashMap<(usize, usize), VecDeque<(usize, f64)>>,
+    /// Per rank, as an MPI matching engine keeps them: messages to it not
+    /// yet matched (ids, in posting order), and its receives not yet
+    /// matched (source, length, time posted). Matching takes the first
+    /// entry of the peer, so per pair it is first in, first out; the
+    /// queues are short (the transfers of a step or two).
+    unexpected: Vec<Vec<usize>>,
+    posted: Vec<Vec<(usize, usize, f64)>>,
     events: BinaryHeap<Event>,
     seq: u64,
     price: Price,
@@ -195,8 +225,8 @@ impl<'a> Pricer<'a> {
             model,
             ranks: vec![RankState::default(); p],
             msgs: Vec::new(),
-            sends: HashMap::new(),
-            recvs: HashMap::new(),
+            unexpected: vec![Vec::new(); p],
+            posted: vec![Vec::new(); p],
             events: BinaryHeap::new(),
             seq: 0,
             price: Price { finish: vec![0.0; p], ..Price::default() },
@@ -229,7 +259,7 @@ impl<'a> Pricer<'a> {
         if !stuck.is_empty() {
             return Err(PriceError::Deadlock(stuck));
         }
-        let unmatched: usize = self.sends.values().map(VecDeque::len).sum();
+        let unmatched: usize = self.unexpected.iter().map(Vec::len).sum();
         if unmatched > 0 {
             return Err(PriceError::Unmatched(unmatched));
         }
@@ -246,6 +276,7 @@ impl<'a> Pricer<'a> {
         let st = &mut self.ranks[rank];
         st.left = step.sends.len() + step.recvs.len();
         st.step_end = now;
+        st.posting = true;
         for x in &step.sends {
             let (dst, len) = (x.peer, x.region.len);
             let id = self.msgs.len();
@@ -256,17 +287,27 @@ impl<'a> Pricer<'a> {
             if eager {
                 self.push(now, Kind::Ready(id));
             }
-            match self.recvs.get_mut(&(rank, dst)).and_then(VecDeque::pop_front) {
-                Some((expected, at)) => self.matched(id, expected, at)?,
-                None => self.sends.entry((rank, dst)).or_default().push_back(id),
+            let queue = &mut self.posted[dst];
+            match queue.iter().position(|&(src, _, _)| src == rank) {
+                Some(i) => {
+                    let (_, expected, at) = queue.remove(i);
+                    self.matched(id, expected, at)?
+                }
+                None => self.unexpected[dst].push(id),
             }
         }
         for x in &step.recvs {
-            match self.sends.get_mut(&(x.peer, rank)).and_then(VecDeque::pop_front) {
-                Some(id) => self.matched(id, x.region.len, now)?,
-                None => self.recvs.entry((x.peer, rank)).or_default().push_back((x.region.len, now)),
+            let msgs = &self.msgs;
+            let queue = &mut self.unexpected[rank];
+            match queue.iter().position(|&id| msgs[id].src == x.peer) {
+                Some(i) => {
+                    let id = queue.remove(i);
+                    self.matched(id, x.region.len, now)?
+                }
+                None => self.posted[rank].push((x.peer, x.region.len, now)),
             }
         }
+        self.ranks[rank].posting = false;
         self.maybe_finish_step(rank);
         Ok(())
     }
@@ -317,7 +358,7 @@ impl<'a> Pricer<'a> {
 
     fn maybe_finish_step(&mut self, rank: usize) {
         let st = &self.ranks[rank];
-        if st.left > 0 {
+        if st.left > 0 || st.posting {
             return;
         }
         let step = &self.schedules[rank].steps[st.step];
@@ -395,6 +436,33 @@ mod tests {
         let pr = price(&scheds, &M).unwrap();
         assert_eq!(&pr.finish[1..], &[20.0, 30.0, 40.0]);
         assert_eq!(pr.finish[0], 30.0);
+    }
+
+    #[test]
+    fn a_step_whose_messages_all_came_early_finishes_once() {
+        // Rank 1 receives in step 2 two eager messages that arrived during
+        // its step 1; then it must still run step 3.
+        let mut a = Builder::new();
+        a.send(1, reg(4)).send(1, reg(4)).end_step();
+        a.recv(1, Region::new(BufId::Recv, 0, 4));
+        let mut b = Builder::new();
+        b.reserve_scratch(4);
+        b.copy(reg(4), Region::new(BufId::Scratch, 0, 4)).end_step();
+        b.recv(0, Region::new(BufId::Recv, 0, 4)).recv(0, Region::new(BufId::Recv, 4, 4)).end_step();
+        b.send(0, reg(4));
+        let slow = CostModel { delta: 1000.0, ..M };
+        let p = price(&[a.finish(), b.finish()], &slow).unwrap();
+        assert_eq!(p.messages, 3);
+    }
+
+    #[test]
+    fn parses_what_it_prints() {
+        let m = CostModel::CLUSTER.with("alpha=2e-6, eager=0").unwrap();
+        assert_eq!((m.alpha, m.eager, m.beta), (2e-6, 0, CostModel::CLUSTER.beta));
+        assert_eq!(CostModel::CLUSTER.with(&m.to_string()).unwrap().to_string(), m.to_string());
+        for bad in ["alpha", "alpha=x", "alpha=-1", "tau=1"] {
+            assert!(CostModel::CLUSTER.with(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

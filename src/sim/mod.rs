@@ -37,6 +37,7 @@
 pub mod check;
 pub mod cost;
 pub mod model;
+pub mod report;
 
 #[cfg(test)]
 mod tests;
