@@ -12,7 +12,7 @@ use crate::core::types::Coll;
 /// `8 B`, `64 KiB`, `16 MiB`: exact binary units where they fit.
 pub fn bytes_label(n: usize) -> String {
     for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if n >= 1 << shift && n % (1 << shift) == 0 {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
             return format!("{} {unit}", n >> shift);
         }
     }
