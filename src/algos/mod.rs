@@ -7,6 +7,10 @@
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
 mod bcast_binomial;
+mod bcast_chain;
+mod bcast_kary;
+mod bcast_knomial;
+mod bcast_tree;
 mod gatherv_linear;
 mod reduce_binomial;
 
@@ -100,6 +104,17 @@ pub static ALGORITHMS: &[Algorithm] = &[
     ),
     Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
     Algorithm::new(Coll::Bcast, "binomial", "binomial tree", bcast_binomial::build),
+    Algorithm::new(
+        Coll::Bcast,
+        "knomial",
+        "k-nomial tree, each rank forwards as soon as its data is in",
+        bcast_knomial::build,
+    )
+    .with_params(bcast_knomial::PARAMS),
+    Algorithm::new(Coll::Bcast, "kary", "k-ary tree, pipelined in segments", bcast_kary::build)
+        .with_params(bcast_kary::PARAMS),
+    Algorithm::new(Coll::Bcast, "chain", "pipelined chain from the root (large messages)", bcast_chain::build)
+        .with_params(bcast_chain::PARAMS),
     Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
 ];
 
