@@ -388,24 +388,58 @@ fn random_layouts_are_valid() {
 // ---------------------------------------------------------------------------
 // The sweep over every registered algorithm.
 
+/// Extra values tried for a parameter named `seg` (a segment size in
+/// bytes): its configured range starts at sizes (0 = unsegmented, or 1 KiB)
+/// that the sweep's short messages never exceed, so tiny segments are what
+/// makes segmentation, and segment boundaries inside short messages,
+/// actually happen. The algorithms are generic in the size.
+const SEGMENT_PROBES: &[u64] = &[1, 3, 64];
+
+/// The segment size tried at larger communicators, rotating with `p`.
+fn segment_probe_large(p: usize) -> u64 {
+    [7, 64, 97][(p / 8) % 3]
+}
+
 /// Parameter sets to try: the defaults, and for small communicators every
-/// parameter at its minimum and maximum (the others at their defaults).
+/// parameter at its minimum and maximum (the others at their defaults),
+/// plus small segment sizes (see [`SEGMENT_PROBES`]), for every eighth
+/// larger communicator one of them.
 fn param_sets(alg: &Algorithm, p: usize) -> Vec<Params> {
     let base = alg.default_params();
     let mut sets = vec![base.clone()];
-    if p <= 24 {
-        for (i, spec) in alg.params.iter().enumerate() {
-            let ParamSpec { min, max, .. } = *spec;
+    let mut add = |i: usize, v: u64| {
+        let mut set = base.clone();
+        set.0[i] = v;
+        if !sets.contains(&set) {
+            sets.push(set);
+        }
+    };
+    for (i, spec) in alg.params.iter().enumerate() {
+        let ParamSpec { name, min, max, .. } = *spec;
+        if p <= 24 {
             for v in [min, max] {
-                let mut set = base.clone();
-                set.0[i] = v;
-                if !sets.contains(&set) {
-                    sets.push(set);
-                }
+                add(i, v);
+            }
+        }
+        if name == "seg" {
+            if p <= 24 {
+                SEGMENT_PROBES.iter().for_each(|&v| add(i, v));
+            } else if p.is_multiple_of(8) {
+                add(i, segment_probe_large(p));
             }
         }
     }
     sets
+}
+
+#[test]
+fn param_sets_probe_small_segments() {
+    let kary = crate::algos::find(Coll::Bcast, "kary").unwrap();
+    let seg = kary.params.iter().position(|s| s.name == "seg").unwrap();
+    let small = |sets: &[Params]| sets.iter().filter(|s| (1..1024).contains(&s.0[seg])).count();
+    assert_eq!(small(&param_sets(kary, 10)), SEGMENT_PROBES.len());
+    assert_eq!(small(&param_sets(kary, 64)), 1);
+    assert_eq!(small(&param_sets(kary, 65)), 0);
 }
 
 fn roots(coll: Coll, p: usize) -> Vec<usize> {
@@ -429,7 +463,9 @@ fn counts(coll: Coll, p: usize) -> Vec<usize> {
         v.extend([p.saturating_sub(1), p / 2 + 1, p + 1, 2 * p + 3]);
     }
     if coll == Coll::Bcast {
-        v.push(1000 + p);
+        // Around multiples of the segment probes: a last segment of one
+        // byte, exactly whole segments, one segment.
+        v.extend([64, 65, 192, 193, 1000 + p]);
     }
     v.sort_unstable();
     v.dedup();
