@@ -10,6 +10,7 @@ mod bcast_binomial;
 mod bcast_chain;
 mod bcast_kary;
 mod bcast_knomial;
+mod bcast_scatter_allgather;
 mod bcast_tree;
 mod gatherv_linear;
 mod reduce_binomial;
@@ -115,6 +116,18 @@ pub static ALGORITHMS: &[Algorithm] = &[
         .with_params(bcast_kary::PARAMS),
     Algorithm::new(Coll::Bcast, "chain", "pipelined chain from the root (large messages)", bcast_chain::build)
         .with_params(bcast_chain::PARAMS),
+    Algorithm::new(
+        Coll::Bcast,
+        "scatter_allgather",
+        "binomial scatter, then recursive-doubling allgather (large messages)",
+        bcast_scatter_allgather::build_doubling,
+    ),
+    Algorithm::new(
+        Coll::Bcast,
+        "scatter_allgather_ring",
+        "binomial scatter, then ring allgather (large messages, any p)",
+        bcast_scatter_allgather::build_ring,
+    ),
     Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
 ];
 
