@@ -625,8 +625,13 @@ fn sweep_reduce_odd() {
 }
 
 #[test]
-fn sweep_bcast() {
-    sweep(Coll::Bcast, 1..=300, FULL);
+fn sweep_bcast_even() {
+    sweep(Coll::Bcast, sizes(1, 300, 0), FULL);
+}
+
+#[test]
+fn sweep_bcast_odd() {
+    sweep(Coll::Bcast, sizes(1, 300, 1), FULL);
 }
 
 #[test]
