@@ -25,10 +25,10 @@
 //! r - t - 1 from r - 1 (relative, mod p), p - 1 steps.
 //!
 //! Trace, p = 4, root 0, pieces a b c d: scatter: 0→2 [c d], 0→1 [b], then
-//! 2→3 [d]. Doubling, m = 1: 1↔0 (0 already holds b: 1 only receives a),
-//! 2↔3 exchange c and d; m = 2: 0→2 [a b] and 1↔3 swap [a b] and [c d]
-//! (0 holds c d already). Ring: t = 0: 1→2 b, 2→3 c (3 holds d: 2 sends
-//! it nothing), 3 sends 0 nothing; t = 1: 1→2 a, 2→3 b, ...
+//! 2→3 [d]. Doubling, m = 1: 0→1 a, 2→3 c (0 holds b and 2 holds d from
+//! the scatter); m = 2: 0→2 [a b], and 1, 3 swap [a b] and [c d]. Ring:
+//! t = 0: 0→1 a, 1→2 b, 2→3 c (3 never sends to the root); t = 1: 0→1 d,
+//! 1→2 a, 2→3 b; t = 2: 0→1 c, 2→3 a (2 holds d).
 //!
 //! Limitations: meant for large messages: twice the steps of a binomial
 //! tree. For p not a power of two recursive doubling is uneven: a short
