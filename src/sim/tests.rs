@@ -3,7 +3,7 @@
 //! collective, p = 1..=300 and sampled sizes up to 4096, checked against
 //! the sequential reference.
 
-use super::check::{self, random_layout, Case, Data, Rng};
+use super::check::{self, random_layout, runs_layout, Case, Data, Rng};
 use super::*;
 use crate::algos::{for_coll, Algorithm, ParamSpec, Params};
 use crate::core::call::{CallDesc, GatherLayout};
@@ -374,6 +374,25 @@ fn checker_catches_gatherv_writing_outside_blocks() {
 }
 
 #[test]
+fn runs_layouts_are_valid_and_have_both_kinds_of_stretches() {
+    for seed in 0..50 {
+        for max_run in [1, 3, 6, 37] {
+            let layout = runs_layout(37, 9, max_run, seed);
+            let mut spans: Vec<(usize, usize)> = layout.blocks.clone();
+            spans.sort_unstable();
+            assert!(spans.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "{layout:?}");
+            let follows = |r: usize| layout.blocks[r].0 + layout.blocks[r].1 == layout.blocks[r + 1].0;
+            let adjacent = (0..36).filter(|&r| follows(r)).count();
+            if max_run == 37 {
+                assert_eq!(adjacent, 36, "one run: every block follows its predecessor");
+            } else if max_run > 1 {
+                assert!(adjacent > 0 && adjacent < 36, "{layout:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn random_layouts_are_valid() {
     for seed in 0..50 {
         let layout = random_layout(37, 9, seed);
@@ -527,6 +546,13 @@ fn cases(coll: Coll, p: usize, full: bool) -> Vec<Case> {
                     let mut c = base(root, in_place);
                     c.layout = Case::new(coll, p, 5).layout; // contiguous, rank order
                     variants.push(c);
+                    // Rank order with empty blocks; runs of consecutive
+                    // ranks back to back, shuffled (message chains).
+                    for (k, (max_len, max_run)) in [(6, p), (6, 6), (40, 3)].into_iter().enumerate() {
+                        let mut c = base(root, in_place);
+                        c.layout = runs_layout(p, max_len, max_run, seed * 8 + 4 + k as u64);
+                        variants.push(c);
+                    }
                 }
             }
             if full {
@@ -656,9 +682,17 @@ fn sweep_large() {
                 if coll == Coll::Gatherv {
                     case.layout = random_layout(p, 4, (p * 31 + k) as u64);
                 }
-                for alg in for_coll(coll) {
-                    if let Err(e) = check::check(alg, &alg.default_params(), &case) {
-                        failures.push(format!("{alg:?} {}: {e}", describe(&case)));
+                let mut cases = vec![case.clone()];
+                if coll == Coll::Gatherv {
+                    // Also runs of consecutive ranks back to back.
+                    case.layout = runs_layout(p, 4, [3, 8, p][k % 3], (p * 37 + k) as u64);
+                    cases.push(case);
+                }
+                for case in &cases {
+                    for alg in for_coll(coll) {
+                        if let Err(e) = check::check(alg, &alg.default_params(), case) {
+                            failures.push(format!("{alg:?} {}: {e}", describe(case)));
+                        }
                     }
                 }
             }
