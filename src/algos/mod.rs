@@ -12,6 +12,7 @@ mod bcast_kary;
 mod bcast_knomial;
 mod bcast_scatter_allgather;
 mod bcast_tree;
+mod gatherv_binomial;
 mod gatherv_linear;
 mod reduce_binomial;
 
@@ -129,6 +130,13 @@ pub static ALGORITHMS: &[Algorithm] = &[
         bcast_scatter_allgather::build_ring,
     ),
     Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
+    Algorithm::new(
+        Coll::Gatherv,
+        "binomial",
+        "binomial tree, exact temporary buffers, message chains at the root (needs the layout everywhere)",
+        gatherv_binomial::build,
+    )
+    .with_layout_everywhere(),
 ];
 
 /// The registered algorithms of one collective, in registry order.
