@@ -665,7 +665,9 @@ fn sweep_gatherv() {
     sweep(Coll::Gatherv, 1..=300, FULL);
 }
 
-/// Large communicators: every algorithm, a few roots, small vectors.
+/// Large communicators: every algorithm, a few roots, small vectors (for
+/// Bcast also one longer than p), segment sizes of 1 byte where an
+/// algorithm has them.
 #[test]
 fn sweep_large() {
     let mut failures = Vec::new();
@@ -687,11 +689,26 @@ fn sweep_large() {
                     // Also runs of consecutive ranks back to back.
                     case.layout = runs_layout(p, 4, [3, 8, p][k % 3], (p * 37 + k) as u64);
                     cases.push(case);
+                } else if coll == Coll::Bcast && k == 0 && p <= 513 {
+                    // More bytes than ranks, so that algorithms cutting the
+                    // message per rank have no empty pieces.
+                    case.count = p + 3;
+                    cases.push(case);
                 }
-                for case in &cases {
+                for (c, case) in cases.iter().enumerate() {
                     for alg in for_coll(coll) {
-                        if let Err(e) = check::check(alg, &alg.default_params(), case) {
-                            failures.push(format!("{alg:?} {}: {e}", describe(case)));
+                        let mut sets = vec![alg.default_params()];
+                        // Segmented, however short the message (short
+                        // ones only: one step per byte).
+                        if let Some(i) = alg.params.iter().position(|s| s.name == "seg").filter(|_| c == 0) {
+                            let mut set = alg.default_params();
+                            set.0[i] = 1;
+                            sets.push(set);
+                        }
+                        for params in &sets {
+                            if let Err(e) = check::check(alg, params, case) {
+                                failures.push(format!("{alg:?} {params:?} {}: {e}", describe(case)));
+                            }
                         }
                     }
                 }
