@@ -86,10 +86,11 @@ mod tests {
     }
 
     #[test]
-    fn pipelining_shortens_the_critical_path() {
-        // Latency model, height h = 3 (p = 15, k = 2), S = 8 segments:
-        // h + S steps pipelined (each level adds one step) against
-        // 2h unsegmented, each step then carrying the whole message.
+    fn pipelined_critical_path_is_height_plus_segments() {
+        // Latency model (every step costs one), p = 15, k = 2: height 3.
+        // Unsegmented: 3 steps, each moving the whole message. S = 8
+        // segments: 3 + 8 - 1 steps, each moving one segment, so in α-β
+        // terms (h + S - 1) k (α + sβ) against h k (α + nβ).
         let alg = find(Coll::Bcast, "kary").unwrap();
         let case = Case::new(Coll::Bcast, 15, 80);
         let whole = check(alg, &Params(vec![2, 0]), &case).unwrap().unwrap();
