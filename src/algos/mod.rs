@@ -7,6 +7,12 @@
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
 mod bcast_binomial;
+mod bcast_chain;
+mod bcast_kary;
+mod bcast_knomial;
+mod bcast_scatter_allgather;
+mod bcast_tree;
+mod gatherv_binomial;
 mod gatherv_linear;
 mod rabenseifner;
 mod reduce_binomial;
@@ -140,7 +146,37 @@ pub static ALGORITHMS: &[Algorithm] = &[
     )
     .with_check(ring::check),
     Algorithm::new(Coll::Bcast, "binomial", "binomial tree", bcast_binomial::build),
+    Algorithm::new(
+        Coll::Bcast,
+        "knomial",
+        "k-nomial tree, each rank forwards as soon as its data is in",
+        bcast_knomial::build,
+    )
+    .with_params(bcast_knomial::PARAMS),
+    Algorithm::new(Coll::Bcast, "kary", "k-ary tree, pipelined in segments", bcast_kary::build)
+        .with_params(bcast_kary::PARAMS),
+    Algorithm::new(Coll::Bcast, "chain", "pipelined chain from the root (large messages)", bcast_chain::build)
+        .with_params(bcast_chain::PARAMS),
+    Algorithm::new(
+        Coll::Bcast,
+        "scatter_allgather",
+        "binomial scatter, then recursive-doubling allgather (large messages)",
+        bcast_scatter_allgather::build_doubling,
+    ),
+    Algorithm::new(
+        Coll::Bcast,
+        "scatter_allgather_ring",
+        "binomial scatter, then ring allgather (large messages, any p)",
+        bcast_scatter_allgather::build_ring,
+    ),
     Algorithm::new(Coll::Gatherv, "linear", "every rank sends its block straight to the root", gatherv_linear::build),
+    Algorithm::new(
+        Coll::Gatherv,
+        "binomial",
+        "binomial tree, exact temporary buffers, message chains at the root (needs the layout everywhere)",
+        gatherv_binomial::build,
+    )
+    .with_layout_everywhere(),
 ];
 
 /// The registered algorithms of one collective, in registry order.

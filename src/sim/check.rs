@@ -265,6 +265,39 @@ pub fn random_layout(size: usize, max_len: usize, seed: u64) -> GatherLayout {
     GatherLayout { blocks }
 }
 
+/// A Gatherv layout of runs: consecutive ranks, `1..=max_run` at a time,
+/// whose blocks lie back to back in rank order; the runs are placed in a
+/// random order with random gaps. Lengths in `0..=max_len`, a quarter of
+/// them empty. With `max_run >= size` it is one run: every block in rank
+/// order, back to back (empty blocks anywhere). Algorithms that forward
+/// several ranks' blocks in one message (message chains) meet both
+/// contiguous and scattered stretches.
+pub fn runs_layout(size: usize, max_len: usize, max_run: usize, seed: u64) -> GatherLayout {
+    let mut rng = Rng(seed);
+    let lens: Vec<usize> = (0..size).map(|_| if rng.below(4) == 0 { 0 } else { rng.below(max_len + 1) }).collect();
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    while start < size {
+        let len = if max_run >= size { size } else { 1 + rng.below(max_run.max(1)) };
+        let end = (start + len).min(size);
+        runs.push(start..end);
+        start = end;
+    }
+    for i in (1..runs.len()).rev() {
+        runs.swap(i, rng.below(i + 1));
+    }
+    let mut blocks = vec![(0, 0); size];
+    let mut at = rng.below(4);
+    for run in runs {
+        for r in run {
+            blocks[r] = (at, lens[r]);
+            at += lens[r];
+        }
+        at += if rng.below(2) == 0 { 0 } else { rng.below(5) };
+    }
+    GatherLayout { blocks }
+}
+
 /// Element `j` of rank `r`'s reduction input.
 fn element(case: &Case, r: usize, j: usize, out: &mut [u8]) {
     let p = case.size;

@@ -3,7 +3,7 @@
 //! collective, p = 1..=300 and sampled sizes up to 4096, checked against
 //! the sequential reference.
 
-use super::check::{self, random_layout, Case, Data, Rng};
+use super::check::{self, random_layout, runs_layout, Case, Data, Rng};
 use super::*;
 use crate::algos::{for_coll, Algorithm, ParamSpec, Params};
 use crate::core::call::{CallDesc, GatherLayout};
@@ -374,6 +374,25 @@ fn checker_catches_gatherv_writing_outside_blocks() {
 }
 
 #[test]
+fn runs_layouts_are_valid_and_have_both_kinds_of_stretches() {
+    for seed in 0..50 {
+        for max_run in [1, 3, 6, 37] {
+            let layout = runs_layout(37, 9, max_run, seed);
+            let mut spans: Vec<(usize, usize)> = layout.blocks.clone();
+            spans.sort_unstable();
+            assert!(spans.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "{layout:?}");
+            let follows = |r: usize| layout.blocks[r].0 + layout.blocks[r].1 == layout.blocks[r + 1].0;
+            let adjacent = (0..36).filter(|&r| follows(r)).count();
+            if max_run == 37 {
+                assert_eq!(adjacent, 36, "one run: every block follows its predecessor");
+            } else if max_run > 1 {
+                assert!(adjacent > 0 && adjacent < 36, "{layout:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn random_layouts_are_valid() {
     for seed in 0..50 {
         let layout = random_layout(37, 9, seed);
@@ -388,24 +407,58 @@ fn random_layouts_are_valid() {
 // ---------------------------------------------------------------------------
 // The sweep over every registered algorithm.
 
+/// Extra values tried for a parameter named `seg` (a segment size in
+/// bytes): its configured range starts at sizes (0 = unsegmented, or 1 KiB)
+/// that the sweep's short messages never exceed, so tiny segments are what
+/// makes segmentation, and segment boundaries inside short messages,
+/// actually happen. The algorithms are generic in the size.
+const SEGMENT_PROBES: &[u64] = &[1, 3, 64];
+
+/// The segment size tried at larger communicators, rotating with `p`.
+fn segment_probe_large(p: usize) -> u64 {
+    [7, 64, 97][(p / 8) % 3]
+}
+
 /// Parameter sets to try: the defaults, and for small communicators every
-/// parameter at its minimum and maximum (the others at their defaults).
+/// parameter at its minimum and maximum (the others at their defaults),
+/// plus small segment sizes (see [`SEGMENT_PROBES`]), for every eighth
+/// larger communicator one of them.
 fn param_sets(alg: &Algorithm, p: usize) -> Vec<Params> {
     let base = alg.default_params();
     let mut sets = vec![base.clone()];
-    if p <= 24 {
-        for (i, spec) in alg.params.iter().enumerate() {
-            let ParamSpec { min, max, .. } = *spec;
+    let mut add = |i: usize, v: u64| {
+        let mut set = base.clone();
+        set.0[i] = v;
+        if !sets.contains(&set) {
+            sets.push(set);
+        }
+    };
+    for (i, spec) in alg.params.iter().enumerate() {
+        let ParamSpec { name, min, max, .. } = *spec;
+        if p <= 24 {
             for v in [min, max] {
-                let mut set = base.clone();
-                set.0[i] = v;
-                if !sets.contains(&set) {
-                    sets.push(set);
-                }
+                add(i, v);
+            }
+        }
+        if name == "seg" {
+            if p <= 24 {
+                SEGMENT_PROBES.iter().for_each(|&v| add(i, v));
+            } else if p.is_multiple_of(8) {
+                add(i, segment_probe_large(p));
             }
         }
     }
     sets
+}
+
+#[test]
+fn param_sets_probe_small_segments() {
+    let kary = crate::algos::find(Coll::Bcast, "kary").unwrap();
+    let seg = kary.params.iter().position(|s| s.name == "seg").unwrap();
+    let small = |sets: &[Params]| sets.iter().filter(|s| (1..1024).contains(&s.0[seg])).count();
+    assert_eq!(small(&param_sets(kary, 10)), SEGMENT_PROBES.len());
+    assert_eq!(small(&param_sets(kary, 64)), 1);
+    assert_eq!(small(&param_sets(kary, 65)), 0);
 }
 
 fn roots(coll: Coll, p: usize) -> Vec<usize> {
@@ -429,7 +482,9 @@ fn counts(coll: Coll, p: usize) -> Vec<usize> {
         v.extend([p.saturating_sub(1), p / 2 + 1, p + 1, 2 * p + 3]);
     }
     if coll == Coll::Bcast {
-        v.push(1000 + p);
+        // Around multiples of the segment probes: a last segment of one
+        // byte, exactly whole segments, one segment.
+        v.extend([64, 65, 192, 193, 1000 + p]);
     }
     v.sort_unstable();
     v.dedup();
@@ -491,6 +546,13 @@ fn cases(coll: Coll, p: usize, full: bool) -> Vec<Case> {
                     let mut c = base(root, in_place);
                     c.layout = Case::new(coll, p, 5).layout; // contiguous, rank order
                     variants.push(c);
+                    // Rank order with empty blocks; runs of consecutive
+                    // ranks back to back, shuffled (message chains).
+                    for (k, (max_len, max_run)) in [(6, p), (6, 6), (40, 3)].into_iter().enumerate() {
+                        let mut c = base(root, in_place);
+                        c.layout = runs_layout(p, max_len, max_run, seed * 8 + 4 + k as u64);
+                        variants.push(c);
+                    }
                 }
             }
             if full {
@@ -589,8 +651,13 @@ fn sweep_reduce_odd() {
 }
 
 #[test]
-fn sweep_bcast() {
-    sweep(Coll::Bcast, 1..=300, FULL);
+fn sweep_bcast_even() {
+    sweep(Coll::Bcast, sizes(1, 300, 0), FULL);
+}
+
+#[test]
+fn sweep_bcast_odd() {
+    sweep(Coll::Bcast, sizes(1, 300, 1), FULL);
 }
 
 #[test]
@@ -598,7 +665,9 @@ fn sweep_gatherv() {
     sweep(Coll::Gatherv, 1..=300, FULL);
 }
 
-/// Large communicators: every algorithm, a few roots, small vectors.
+/// Large communicators: every algorithm, a few roots, small vectors (for
+/// Bcast also one longer than p), segment sizes of 1 byte where an
+/// algorithm has them.
 #[test]
 fn sweep_large() {
     let mut failures = Vec::new();
@@ -615,9 +684,32 @@ fn sweep_large() {
                 if coll == Coll::Gatherv {
                     case.layout = random_layout(p, 4, (p * 31 + k) as u64);
                 }
-                for alg in for_coll(coll) {
-                    if let Err(e) = check::check(alg, &alg.default_params(), &case) {
-                        failures.push(format!("{alg:?} {}: {e}", describe(&case)));
+                let mut cases = vec![case.clone()];
+                if coll == Coll::Gatherv {
+                    // Also runs of consecutive ranks back to back.
+                    case.layout = runs_layout(p, 4, [3, 8, p][k % 3], (p * 37 + k) as u64);
+                    cases.push(case);
+                } else if coll == Coll::Bcast && k == 0 && p <= 513 {
+                    // More bytes than ranks, so that algorithms cutting the
+                    // message per rank have no empty pieces.
+                    case.count = p + 3;
+                    cases.push(case);
+                }
+                for (c, case) in cases.iter().enumerate() {
+                    for alg in for_coll(coll) {
+                        let mut sets = vec![alg.default_params()];
+                        // Segmented, however short the message (short
+                        // ones only: one step per byte).
+                        if let Some(i) = alg.params.iter().position(|s| s.name == "seg").filter(|_| c == 0) {
+                            let mut set = alg.default_params();
+                            set.0[i] = 1;
+                            sets.push(set);
+                        }
+                        for params in &sets {
+                            if let Err(e) = check::check(alg, params, case) {
+                                failures.push(format!("{alg:?} {params:?} {}: {e}", describe(case)));
+                            }
+                        }
                     }
                 }
             }
