@@ -16,6 +16,7 @@ mod gatherv_binomial;
 mod gatherv_linear;
 mod rabenseifner;
 mod reduce_binomial;
+mod reduce_tree;
 mod ring;
 
 use crate::core::call::{CallDesc, GatherLayout};
@@ -93,6 +94,10 @@ fn any_call(_: &CallDesc) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The fan-out of seed 000's trees.
+const TREE_K: &[ParamSpec] =
+    &[ParamSpec { name: "k", min: 2, max: 8, default: 4, help: "fan-out: children per rank (seed 000: 2, 4, 8)" }];
+
 pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::new(
         Coll::Allreduce,
@@ -125,7 +130,35 @@ pub static ALGORITHMS: &[Algorithm] = &[
         ring::allreduce,
     )
     .with_check(ring::check),
+    Algorithm::new(
+        Coll::Allreduce,
+        "knomial",
+        "k-nomial tree reduce, then broadcast down the same tree (seed 000)",
+        reduce_tree::knomial_allreduce,
+    )
+    .with_params(TREE_K),
+    Algorithm::new(
+        Coll::Allreduce,
+        "kary",
+        "k-ary tree reduce, then broadcast down the same tree (seed 000)",
+        reduce_tree::kary_allreduce,
+    )
+    .with_params(TREE_K),
     Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
+    Algorithm::new(
+        Coll::Reduce,
+        "knomial",
+        "k-nomial tree, each rank fires when its children are in (seed 000)",
+        reduce_tree::knomial_reduce,
+    )
+    .with_params(TREE_K),
+    Algorithm::new(
+        Coll::Reduce,
+        "kary",
+        "k-ary tree, each rank fires when its children are in (seed 000)",
+        reduce_tree::kary_reduce,
+    )
+    .with_params(TREE_K),
     Algorithm::new(
         Coll::Reduce,
         "rabenseifner",

@@ -97,6 +97,42 @@ pub fn kary_children(rel: usize, size: usize, k: usize) -> impl Iterator<Item = 
     (first..first.saturating_add(k)).take_while(move |&c| c < size)
 }
 
+/// The balanced k-ary tree whose subtrees are contiguous ranges of
+/// relative ranks (`k` >= 1): the subtree of a rank `r` spanning
+/// `r .. r + s` gives its children the rest, `r + 1 .. r + s`, in
+/// `min(k, s - 1)` consecutive parts as even as can be, larger parts first.
+/// Fan-out and depth (about log_k p) are those of the heap-ordered k-ary
+/// tree, but a subtree's ranks come in order, so a reduction up it keeps
+/// rank order. Returns `rel`'s parent and children (ascending), found by
+/// walking down from the root: O(k log_k p).
+pub fn kary_ranges(rel: usize, size: usize, k: usize) -> (Option<usize>, Vec<usize>) {
+    debug_assert!(k >= 1 && rel < size);
+    let parts = |node: usize, span: usize| {
+        let rest = span - 1;
+        let n = k.min(rest);
+        let mut at = node + 1;
+        (0..n)
+            .map(move |i| {
+                let len = rest / n + usize::from(i < rest % n);
+                let child = (at, len);
+                at += len;
+                child
+            })
+            .collect::<Vec<(usize, usize)>>()
+    };
+    let (mut node, mut span, mut parent) = (0, size, None);
+    while node != rel {
+        let (child, len) = parts(node, span)
+            .into_iter()
+            .find(|&(c, len)| c <= rel && rel < c + len)
+            .expect("every rank lies in one child's range");
+        parent = Some(node);
+        node = child;
+        span = len;
+    }
+    (parent, parts(node, span).into_iter().map(|(c, _)| c).collect())
+}
+
 /// Height of a tree given by its parent function: the most edges from any
 /// rank up to the root.
 pub fn tree_height(size: usize, parent: impl Fn(usize) -> Option<usize>) -> usize {
@@ -122,6 +158,32 @@ pub fn pof2_floor(size: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kary_ranges_is_a_balanced_tree_of_contiguous_subtrees() {
+        for k in 1..=8 {
+            for size in 1..200 {
+                let mut seen = vec![0usize; size];
+                for rel in 0..size {
+                    let (parent, children) = kary_ranges(rel, size, k);
+                    assert!(children.len() <= k);
+                    assert!(children.windows(2).all(|w| w[0] < w[1]));
+                    for &c in &children {
+                        assert_eq!(kary_ranges(c, size, k).0, Some(rel), "k={k} size={size}");
+                        seen[c] += 1;
+                    }
+                    assert_eq!(parent.is_none(), rel == 0);
+                }
+                assert!(seen[1..].iter().all(|&n| n == 1), "k={k} size={size}");
+                // Depth within one of the heap-ordered k-ary tree's.
+                let depth = tree_height(size, |r| kary_ranges(r, size, k).0);
+                let heap = tree_height(size, |r| kary_parent(r, k));
+                assert!(depth <= heap + 1, "k={k} size={size}: {depth} vs {heap}");
+            }
+        }
+        assert_eq!(kary_ranges(0, 7, 2), (None, vec![1, 4]));
+        assert_eq!(kary_ranges(4, 7, 2), (Some(0), vec![5, 6]));
+    }
 
     #[test]
     fn binomial_tree_is_a_spanning_tree() {
