@@ -17,6 +17,9 @@
  *   CTEST_NCOMMS=N    iterations of the communicator create/free loops.
  *   CTEST_TIMEOUT=S   self-imposed alarm: print the current case and exit.
  *   CTEST_VERBOSE=1   print every case as it runs (rank 0).
+ *   CTEST_GATHERV_ALL_ARGS=1  every rank passes the root's recvcounts and
+ *                     displs to MPI_Gatherv (what PCOLL_GATHERV_MODE=aggressive
+ *                     requires), never NULL.
  *   CTEST_AVOID_HOST_BUGS=1  for runs where MPI_X is the host's X (stock MPI,
  *                     PCOLL_ENABLE=0): avoid calls known to crash the host
  *                     (MPICH 4.0.2: in-place Reduce at a non-zero root above
@@ -1335,6 +1338,10 @@ static CT_UNUSED void ct_gatherv_case(const char *pattern, const ct_type *base, 
     PMPI_Comm_size(comm, &np);
     uint64_t salt = ct_salt();
     long per = (long)rl->nblk * rl->blen;
+    const char *all_args = getenv("CTEST_GATHERV_ALL_ARGS");
+    int every_rank_args = all_args && atoi(all_args) == 1;
+    if (every_rank_args)
+        nullnonroot = 0;
     ct_set_case("MPI_Gatherv comm=%s root=%d pattern=%s base=%s recvtype=%s%s%s", cname, root, pattern, base->name,
                 rl->desc + 4 /* skip the count */, inplace ? " MPI_IN_PLACE(root)" : "",
                 nullnonroot ? " NULL-args(non-root)" : "");
@@ -1370,7 +1377,8 @@ static CT_UNUSED void ct_gatherv_case(const char *pattern, const ct_type *base, 
     else if (rank != root && nullnonroot)
         rc = MPI_Gatherv(sbuf, sl.count, sl.dt, NULL, NULL, NULL, rl->dt, root, comm);
     else
-        rc = MPI_Gatherv(sbuf, sl.count, sl.dt, rbuf, rcounts, rank == root ? displs : NULL, rl->dt, root, comm);
+        rc = MPI_Gatherv(sbuf, sl.count, sl.dt, rbuf, rcounts, rank == root || every_rank_args ? displs : NULL,
+                         rl->dt, root, comm);
     ct_check_rc(rc, "MPI_Gatherv");
     if (!(rank == root && inplace) && memcmp(sbuf, scopy, sbytes) != 0)
         ct_fail("%s: rank %d: the send buffer was modified", g_case, rank);

@@ -5,12 +5,12 @@
 use super::handles::{self, Combine, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
-use super::{comm, shim};
+use super::{comm, gatherv, shim};
 use crate::algos::{Algorithm, Params};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner, NoReduction};
-use crate::select;
+use crate::select::{self, Decision};
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -62,7 +62,7 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
 /// (rank, size) of an intracommunicator of more than one rank; `None` for
 /// MPI_COMM_NULL, intercommunicators and single-rank communicators, which
 /// the host MPI handles.
-fn comm_shape(comm: MPI_Comm) -> Option<(usize, usize)> {
+pub(super) fn comm_shape(comm: MPI_Comm) -> Option<(usize, usize)> {
     // SAFETY: reads the handle constant.
     if comm == unsafe { RSMPI_COMM_NULL } {
         return None;
@@ -79,13 +79,13 @@ fn comm_shape(comm: MPI_Comm) -> Option<(usize, usize)> {
     (size > 1).then_some((rank as usize, size as usize))
 }
 
-fn in_place() -> *const c_void {
+pub(super) fn in_place() -> *const c_void {
     // SAFETY: returns the MPI_IN_PLACE constant.
     unsafe { shim::pcoll_in_place() }
 }
 
 /// A call pcoll runs itself: what it is and which algorithm runs it.
-struct Planned {
+pub(super) struct Planned {
     desc: CallDesc,
     algo: &'static Algorithm,
     params: Params,
@@ -94,32 +94,44 @@ struct Planned {
 /// Warned once per collective that a forced algorithm cannot run a call.
 static WARNED_UNSUPPORTED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
-/// Decides and logs why; `Err(why)`: the host MPI runs the call.
-fn plan(rt: &Runtime, desc: CallDesc) -> Result<Planned, &'static str> {
-    let decision = select::decide(&rt.cfg, &desc);
-    let Some((algo, params)) = decision.algo else {
-        return Err(match decision.reason {
-            select::Reason::Unsupported(why) => {
+/// What the host MPI is told why it runs a call, for the log.
+fn host_reason(reason: select::Reason) -> &'static str {
+    use select::{Reason, RuleSource};
+    match reason {
+        Reason::Unsupported(why) => why,
+        Reason::Rule { source: RuleSource::Tune, .. } => "a PCOLL_TUNE rule chose mpi",
+        Reason::Rule { source: RuleSource::TuneFile, .. } => "a PCOLL_TUNE_FILE rule chose mpi",
+        Reason::Rule { source: RuleSource::BuiltIn, .. } => "a built-in rule chose mpi",
+        Reason::Forced | Reason::ForcedMpi | Reason::Fallback => "forced mpi",
+    }
+}
+
+/// Turns a decision into a plan and logs why; `Err(why)`: the host MPI
+/// runs the call.
+pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'static str> {
+    let (algo, params, reason) = match decision {
+        Decision::Run(algo, params, reason) => (algo, params, reason),
+        Decision::Host(reason) => {
+            if let select::Reason::Unsupported(why) = reason {
                 if !WARNED_UNSUPPORTED[desc.coll.index()].swap(true, Ordering::Relaxed) {
                     log::warn!(
                         "{}: the forced algorithm cannot run a call ({why}); the host MPI runs such calls",
                         desc.coll
                     );
                 }
-                why
             }
-            _ => "forced mpi",
-        });
+            return Err(host_reason(reason));
+        }
+        Decision::NeedsLayout => unreachable!("only a Gatherv without its layout asks for it"),
     };
     log::debug!(
-        "{} comm_size={} root={} bytes={}: {}{:?} ({})",
+        "{} comm_size={} root={} bytes={}: {}{:?} ({reason})",
         desc.coll,
         desc.size,
         desc.root,
         desc.bytes,
         algo.name,
         params.0,
-        decision.reason
     );
     Ok(Planned { desc, algo, params })
 }
@@ -132,7 +144,7 @@ thread_local! {
 const MAX_KEPT_SCRATCH: usize = 64 << 20;
 
 /// Runs the decided algorithm over the private duplicate of `comm`.
-fn execute(
+pub(super) fn execute(
     rt: &Runtime,
     comm: MPI_Comm,
     call: &Planned,
@@ -210,7 +222,7 @@ pub(super) fn reduction(
         return Forward("send and receive buffers alias");
     }
     let desc = CallDesc { coll, rank, size, root, bytes, unit: red.unit, commutative: red.commutative, in_place };
-    let call = match plan(rt, desc) {
+    let call = match plan(desc.clone(), select::decide(&rt.cfg, &desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
@@ -303,7 +315,7 @@ fn with_elements(
 }
 
 /// Packs `count` elements of a non-dense datatype into their signature bytes.
-fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout, comm: MPI_Comm) -> Vec<u8> {
+pub(super) fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout, comm: MPI_Comm) -> Vec<u8> {
     let mut packed = vec![0u8; count as usize * ty.size];
     for (first, n) in pack_runs(count, ty) {
         let run = &mut packed[first as usize * ty.size..(first + n) as usize * ty.size];
@@ -320,7 +332,14 @@ fn pack(buf: *const c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout,
 }
 
 /// Inverse of [`pack`].
-fn unpack(packed: &[u8], buf: *mut c_void, count: i64, datatype: MPI_Datatype, ty: &TypeLayout, comm: MPI_Comm) {
+pub(super) fn unpack(
+    packed: &[u8],
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    ty: &TypeLayout,
+    comm: MPI_Comm,
+) {
     for (first, n) in pack_runs(count, ty) {
         let run = &packed[first as usize * ty.size..(first + n) as usize * ty.size];
         let mut position: c_int = 0;
@@ -354,7 +373,7 @@ pub(super) fn bcast(
     }
     let root = root as usize;
     let desc = CallDesc { coll: Coll::Bcast, rank, size, root, bytes, unit: 1, commutative: true, in_place: false };
-    let call = match plan(rt, desc) {
+    let call = match plan(desc.clone(), select::decide(&rt.cfg, &desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
@@ -370,163 +389,6 @@ pub(super) fn bcast(
         unpack(&packed, buf, count, datatype, &ty, comm);
     }
     Done(rc)
-}
-
-/// The root's side of a Gatherv: per rank (count, displacement).
-struct RootArgs<'a> {
-    recvbuf: *mut c_void,
-    blocks: &'a [(i64, i64)],
-    recvtype: MPI_Datatype,
-}
-
-/// Gatherv with MPI_Gatherv's own arguments; counts and displacements of
-/// any integer width (int, or MPI_Count and MPI_Aint for MPI_Gatherv_c).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
-    rt: &Runtime,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const D,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Outcome {
-    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
-    if root < 0 || root as usize >= size {
-        return Forward("invalid root");
-    }
-    let blocks: Vec<(i64, i64)>;
-    let root_args = if rank as c_int == root {
-        if recvcounts.is_null() || displs.is_null() {
-            return Forward("null recvcounts or displs");
-        }
-        // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
-        blocks = unsafe {
-            let counts = std::slice::from_raw_parts(recvcounts, size);
-            let displs = std::slice::from_raw_parts(displs, size);
-            counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into())).collect()
-        };
-        Some(RootArgs { recvbuf, blocks: &blocks, recvtype })
-    } else {
-        None
-    };
-    let root = root as usize;
-    let in_place = rank == root && sendbuf == in_place();
-    if !in_place && (sendcount < 0 || !handles::is_usable_type(sendtype)) {
-        return Forward("invalid send arguments");
-    }
-    let send_ty = (!in_place).then(|| handles::layout(sendtype));
-    let my_bytes = send_ty.map_or(0, |t| sendcount as usize * t.size);
-    let root_plan = match &root_args {
-        Some(args) if rank == root => match plan_root(args, rank, in_place, my_bytes) {
-            Ok(plan) => Some(plan),
-            Err(why) => return Forward(why),
-        },
-        _ => None,
-    };
-    if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
-        return Forward("null buffer");
-    }
-    let desc =
-        CallDesc { coll: Coll::Gatherv, rank, size, root, bytes: my_bytes, unit: 1, commutative: true, in_place };
-    let call = match plan(rt, desc) {
-        Ok(call) => call,
-        Err(why) => return Forward(why),
-    };
-
-    let packed_send;
-    let send: Option<&[u8]> = match send_ty {
-        None => None,
-        Some(t) if t.dense => {
-            // SAFETY: a dense send buffer of `sendcount` elements is `my_bytes` contiguous bytes.
-            Some(unsafe { slice_or_empty(sendbuf, my_bytes) })
-        }
-        Some(ref t) => {
-            packed_send = pack(sendbuf, sendcount, sendtype, t, comm);
-            Some(&packed_send)
-        }
-    };
-    let Some((plan, args)) = root_plan.zip(root_args) else {
-        return Done(execute(rt, comm, &call, &GatherLayout::default(), send, &mut [], &NoReduction));
-    };
-    if plan.ty.dense {
-        // SAFETY: the blocks lie in the user's receive buffer, which spans
-        // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
-        let recv = unsafe { std::slice::from_raw_parts_mut(args.recvbuf.cast::<u8>().offset(plan.base), plan.span) };
-        return Done(execute(rt, comm, &call, &plan.layout, send, recv, &NoReduction));
-    }
-    // A non-dense receive type: gather the signature bytes, then unpack each
-    // block into place.
-    let mut staging = vec![0u8; plan.span];
-    let rc = execute(rt, comm, &call, &plan.layout, send, &mut staging, &NoReduction);
-    if rc == MPI_SUCCESS as c_int {
-        for (peer, (&(count, displ), &(off, len))) in args.blocks.iter().zip(&plan.layout.blocks).enumerate() {
-            if len > 0 && !(in_place && peer == root) {
-                let dst = args.recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
-                unpack(&staging[off..off + len], dst.cast(), count, args.recvtype, &plan.ty, comm);
-            }
-        }
-    }
-    Done(rc)
-}
-
-/// # Safety
-/// `ptr` must point to `len` readable bytes when `len > 0`.
-unsafe fn slice_or_empty<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
-    if len == 0 {
-        &[]
-    } else {
-        // SAFETY: guaranteed by the caller.
-        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-    }
-}
-
-/// Where the blocks go at the root.
-struct RootPlan {
-    ty: TypeLayout,
-    layout: GatherLayout,
-    /// Byte offset of the lowest block from `recvbuf` (dense case).
-    base: isize,
-    /// Bytes from the lowest block start to the highest block end (dense),
-    /// or the total of all blocks (staging).
-    span: usize,
-}
-
-fn plan_root(args: &RootArgs<'_>, rank: usize, in_place: bool, my_bytes: usize) -> Result<RootPlan, &'static str> {
-    if !handles::is_usable_type(args.recvtype) {
-        return Err("invalid receive type");
-    }
-    if args.blocks.iter().any(|&(count, _)| count < 0) {
-        return Err("negative receive count");
-    }
-    let ty = handles::layout(args.recvtype);
-    let own_len = args.blocks[rank].0 as usize * ty.size;
-    if !in_place && my_bytes > own_len {
-        return Err("root's send block larger than its receive block");
-    }
-    let lens = args.blocks.iter().map(|&(count, _)| count as usize * ty.size);
-    if !ty.dense {
-        let mut cursor = 0;
-        let blocks = lens
-            .map(|len| {
-                let block = (cursor, len);
-                cursor += len;
-                block
-            })
-            .collect();
-        return Ok(RootPlan { ty, layout: GatherLayout { blocks }, base: 0, span: cursor });
-    }
-    let offsets: Vec<(isize, usize)> =
-        args.blocks.iter().zip(lens).map(|(&(_, displ), len)| (displ as isize * ty.extent, len)).collect();
-    let filled = || offsets.iter().filter(|&&(_, len)| len > 0);
-    let base = filled().map(|&(off, _)| off).min().unwrap_or(0);
-    let end = filled().map(|&(off, len)| off + len as isize).max().unwrap_or(0);
-    let blocks =
-        offsets.iter().map(|&(off, len)| if len > 0 { ((off - base) as usize, len) } else { (0, 0) }).collect();
-    Ok(RootPlan { ty, layout: GatherLayout { blocks }, base, span: (end - base) as usize })
 }
 
 // ---------------------------------------------------------------------------
@@ -610,7 +472,9 @@ pub unsafe extern "C" fn MPI_Gatherv(
 ) -> c_int {
     entry(
         Coll::Gatherv,
-        |rt| gatherv(rt, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm),
+        |rt| {
+            gatherv::gatherv(rt, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+        },
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
     )

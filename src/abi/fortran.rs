@@ -147,7 +147,8 @@ unsafe fn init_thread(symbol: &str, required: *const Fint, provided: *mut Fint, 
 /// Open MPI only: the four collectives (see the module documentation).
 #[cfg(pcoll_mpi = "openmpi")]
 mod collectives {
-    use super::super::entry::{bcast as run_bcast, entry, gatherv as run_gatherv, reduction};
+    use super::super::entry::{bcast as run_bcast, entry, reduction};
+    use super::super::gatherv::gatherv as run_gatherv;
     use super::super::shim;
     use super::{set_ierror, Fint};
     use crate::core::types::Coll;

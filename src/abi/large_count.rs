@@ -4,7 +4,8 @@
 //! displacements and share everything else with the int-count entry
 //! points: classification, selection, algorithms, statistics.
 
-use super::entry::{bcast, entry, forward_reduce, gatherv, reduction};
+use super::entry::{bcast, entry, forward_reduce, reduction};
+use super::gatherv::gatherv;
 use crate::core::types::Coll;
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};

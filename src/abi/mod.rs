@@ -6,6 +6,7 @@
 mod comm;
 mod entry;
 mod fortran;
+mod gatherv;
 mod handles;
 #[cfg(pcoll_large_count)]
 mod large_count;

@@ -4,6 +4,7 @@
 //! does not know (most likely a typo), is an error that names the variable,
 //! the value and what is accepted. Nothing is silently ignored.
 
+use super::rules::{parse_target, Rules, Target};
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
 use std::fmt;
@@ -51,6 +52,18 @@ impl LogLevel {
     }
 }
 
+/// PCOLL_GATHERV_MODE: how a Gatherv algorithm that needs the root's
+/// layout on every rank gets it (seed 001's two levels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GathervMode {
+    /// The root broadcasts recvcounts, displs and its decision first
+    /// (standard-conforming).
+    Conservative,
+    /// The user promises every rank passes the root's recvcounts and
+    /// displs: each rank takes its own, no broadcast.
+    Aggressive,
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// PCOLL_ENABLE: when false every call goes straight to the host MPI.
@@ -62,6 +75,12 @@ pub struct Config {
     pub log: LogLevel,
     /// PCOLL_STATS: print a job-wide summary at MPI_Finalize.
     pub stats: bool,
+    /// PCOLL_TUNE: rules given inline.
+    pub tune: Option<Rules>,
+    /// PCOLL_TUNE_FILE: rules read from a file.
+    pub tune_file: Option<Rules>,
+    /// PCOLL_GATHERV_MODE.
+    pub gatherv_mode: GathervMode,
 }
 
 impl Default for Config {
@@ -71,6 +90,9 @@ impl Default for Config {
             choices: [Choice::Auto, Choice::Auto, Choice::Auto, Choice::Auto],
             log: LogLevel::Warn,
             stats: false,
+            tune: None,
+            tune_file: None,
+            gatherv_mode: GathervMode::Conservative,
         }
     }
 }
@@ -98,8 +120,18 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Every variable pcoll reads.
-pub const VARIABLES: &[&str] =
-    &["PCOLL_ENABLE", "PCOLL_ALLREDUCE", "PCOLL_REDUCE", "PCOLL_BCAST", "PCOLL_GATHERV", "PCOLL_LOG", "PCOLL_STATS"];
+pub const VARIABLES: &[&str] = &[
+    "PCOLL_ENABLE",
+    "PCOLL_ALLREDUCE",
+    "PCOLL_REDUCE",
+    "PCOLL_BCAST",
+    "PCOLL_GATHERV",
+    "PCOLL_GATHERV_MODE",
+    "PCOLL_TUNE",
+    "PCOLL_TUNE_FILE",
+    "PCOLL_LOG",
+    "PCOLL_STATS",
+];
 
 impl Config {
     /// Reads the process environment.
@@ -121,6 +153,27 @@ impl Config {
             match var.as_str() {
                 "PCOLL_ENABLE" => cfg.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_STATS" => cfg.stats = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_GATHERV_MODE" => {
+                    cfg.gatherv_mode = match value.trim() {
+                        "conservative" => GathervMode::Conservative,
+                        "aggressive" => GathervMode::Aggressive,
+                        _ => return Err(err(None, "conservative, aggressive".into())),
+                    }
+                }
+                "PCOLL_TUNE" => {
+                    cfg.tune = Some(
+                        Rules::parse(value, "PCOLL_TUNE")
+                            .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
+                    )
+                }
+                "PCOLL_TUNE_FILE" => {
+                    let text = std::fs::read_to_string(value.trim())
+                        .map_err(|e| err(Some(format!("cannot read it: {e}")), "a readable rules file".into()))?;
+                    cfg.tune_file = Some(
+                        Rules::parse(&text, value.trim())
+                            .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
+                    )
+                }
                 "PCOLL_LOG" => {
                     cfg.log = LogLevel::NAMES
                         .iter()
@@ -175,32 +228,16 @@ pub fn accepted_choices(coll: Coll) -> String {
 /// says what is wrong beyond "unknown value".
 fn parse_choice(coll: Coll, value: &str) -> Result<Choice, Option<String>> {
     let value = value.trim();
-    let (name, args) = match value.split_once(':') {
-        Some((name, args)) => (name, Some(args)),
-        None => (value, None),
-    };
-    match (name, args) {
-        ("auto", None) => return Ok(Choice::Auto),
-        ("mpi", None) => return Ok(Choice::Mpi),
-        _ => {}
+    if value == "auto" {
+        return Ok(Choice::Auto);
     }
-    let algo = algos::find(coll, name).ok_or(None)?;
-    let mut params = algo.default_params();
-    for arg in args.into_iter().flat_map(|a| a.split(',')).filter(|a| !a.is_empty()) {
-        let (key, val) = arg.split_once('=').ok_or_else(|| Some(format!("parameter {arg:?} is not key=value")))?;
-        let idx = algo
-            .params
-            .iter()
-            .position(|p| p.name == key)
-            .ok_or_else(|| Some(format!("{} has no parameter {key:?}", algo.name)))?;
-        let spec = &algo.params[idx];
-        let parsed: u64 = val.parse().map_err(|_| Some(format!("{key}={val:?} is not a whole number")))?;
-        if parsed < spec.min || parsed > spec.max {
-            return Err(Some(format!("{key}={parsed} is outside {}..{}", spec.min, spec.max)));
-        }
-        params.0[idx] = parsed;
+    if algos::find(coll, value.split(':').next().unwrap_or("")).is_none() && value != "mpi" {
+        return Err(None);
     }
-    Ok(Choice::Force(algo, params))
+    match parse_target(coll, value).map_err(|expected| Some(format!("expected {expected}")))? {
+        Target::Mpi => Ok(Choice::Mpi),
+        Target::Algo(a, p) => Ok(Choice::Force(a, p)),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,264 @@
+//! MPI_Gatherv: the root's layout, and how every rank comes to agree on the
+//! algorithm and, for a tree, on the layout (seed 001's two levels).
+//!
+//! recvcounts and displs are significant only at the root, so a non-root
+//! cannot decide from them alone. When the decision depends only on what
+//! every rank knows (the communicator size, the configuration), each rank
+//! decides and no message is spent. Otherwise:
+//! - conservative (default): the root decides with the full layout and
+//!   broadcasts its decision and the layout on the private communicator;
+//! - aggressive (PCOLL_GATHERV_MODE=aggressive): the user promises every
+//!   rank passes the root's recvcounts, displs and recvtype, so each rank
+//!   computes the layout itself and all decide alike.
+
+use super::comm;
+use super::entry::{comm_shape, execute, in_place, pack, plan, unpack, Outcome};
+use super::handles::{self, TypeLayout};
+use super::runtime::{self, Runtime};
+use super::transport::check;
+use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::types::Coll;
+use crate::exec::NoReduction;
+use crate::select::config::GathervMode;
+use crate::select::wire::{decode, encode, HEADER};
+use crate::select::{self, Decision};
+use mpi_sys::*;
+use std::os::raw::{c_int, c_void};
+use Outcome::{Done, Forward};
+
+/// Where the blocks go at the root, in bytes.
+struct Layout {
+    ty: TypeLayout,
+    layout: GatherLayout,
+    /// Byte offset of the lowest block from `recvbuf` (dense case).
+    base: isize,
+    /// Bytes from the lowest block start to the highest block end (dense),
+    /// or the total of all blocks (staging).
+    span: usize,
+}
+
+/// Per rank (count, displacement) from recvcounts and displs.
+///
+/// # Safety
+/// Both point to `size` entries.
+unsafe fn blocks<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+    recvcounts: *const C,
+    displs: *const D,
+    size: usize,
+) -> Vec<(i64, i64)> {
+    // SAFETY: guaranteed by the caller.
+    let (counts, displs) =
+        unsafe { (std::slice::from_raw_parts(recvcounts, size), std::slice::from_raw_parts(displs, size)) };
+    counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into())).collect()
+}
+
+/// The byte layout of `blocks` of `recvtype`: dense types in place
+/// (offsets from the lowest block), others packed one after the other for
+/// staging. The same computation on every rank that has the arguments.
+fn layout_of(blocks: &[(i64, i64)], recvtype: MPI_Datatype) -> Result<Layout, &'static str> {
+    if !handles::is_usable_type(recvtype) {
+        return Err("invalid receive type");
+    }
+    if blocks.iter().any(|&(count, _)| count < 0) {
+        return Err("negative receive count");
+    }
+    let ty = handles::layout(recvtype);
+    let lens = blocks.iter().map(|&(count, _)| count as usize * ty.size);
+    if !ty.dense {
+        let mut cursor = 0;
+        let layout = lens
+            .map(|len| {
+                let block = (cursor, len);
+                cursor += len;
+                block
+            })
+            .collect();
+        return Ok(Layout { ty, layout: GatherLayout { blocks: layout }, base: 0, span: cursor });
+    }
+    let offsets: Vec<(isize, usize)> =
+        blocks.iter().zip(lens).map(|(&(_, displ), len)| (displ as isize * ty.extent, len)).collect();
+    let filled = || offsets.iter().filter(|&&(_, len)| len > 0);
+    let base = filled().map(|&(off, _)| off).min().unwrap_or(0);
+    let end = filled().map(|&(off, len)| off + len as isize).max().unwrap_or(0);
+    let layout =
+        offsets.iter().map(|&(off, len)| if len > 0 { ((off - base) as usize, len) } else { (0, 0) }).collect();
+    Ok(Layout { ty, layout: GatherLayout { blocks: layout }, base, span: (end - base) as usize })
+}
+
+/// # Safety
+/// `ptr` must point to `len` readable bytes when `len > 0`.
+unsafe fn slice_or_empty<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+    }
+}
+
+/// The largest block: what Gatherv rules compare `bytes` with.
+fn largest(layout: &GatherLayout) -> usize {
+    layout.blocks.iter().map(|b| b.1).max().unwrap_or(0)
+}
+
+/// The root broadcasts its decision and layout; returns them at every rank.
+fn agree(
+    private: MPI_Comm,
+    root: usize,
+    size: usize,
+    mine: Option<(Decision, GatherLayout)>,
+) -> Result<(Decision, GatherLayout), c_int> {
+    let mut words = match &mine {
+        Some((decision, layout)) => encode(decision, layout),
+        None => vec![0u64; HEADER + 2 * size],
+    };
+    let bytes = words.len() * 8;
+    // SAFETY: `words` holds the same number of bytes at every rank; the
+    // private communicator carries only pcoll's traffic.
+    check(unsafe {
+        PMPI_Bcast(words.as_mut_ptr().cast(), bytes as c_int, super::shim::pcoll_dtype_byte(), root as c_int, private)
+    })?;
+    Ok(mine.unwrap_or_else(|| decode(&words)))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+    rt: &Runtime,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const C,
+    displs: *const D,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> Outcome {
+    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+    if root < 0 || root as usize >= size {
+        return Forward("invalid root");
+    }
+    let root = root as usize;
+    let is_root = rank == root;
+    let aggressive = rt.cfg.gatherv_mode == GathervMode::Aggressive;
+    let has_args = !recvcounts.is_null() && !displs.is_null();
+    if is_root && !has_args {
+        return Forward("null recvcounts or displs");
+    }
+    // SAFETY: at the root MPI requires recvcounts and displs to hold
+    // comm-size entries; in the aggressive mode the user promises that of
+    // every rank.
+    let args = (is_root || (aggressive && has_args)).then(|| unsafe { blocks(recvcounts, displs, size) });
+    let in_place = is_root && sendbuf == in_place();
+    if !in_place && (sendcount < 0 || !handles::is_usable_type(sendtype)) {
+        return Forward("invalid send arguments");
+    }
+    let send_ty = (!in_place).then(|| handles::layout(sendtype));
+    let my_bytes = send_ty.map_or(0, |t| sendcount as usize * t.size);
+    let known = match &args {
+        Some(blocks) => match layout_of(blocks, recvtype) {
+            Ok(layout) => Some(layout),
+            Err(why) if is_root => return Forward(why),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    if is_root && !in_place && known.as_ref().is_some_and(|k| my_bytes > k.layout.blocks[rank].1) {
+        return Forward("root's send block larger than its receive block");
+    }
+    if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
+        return Forward("null buffer");
+    }
+    let desc =
+        CallDesc { coll: Coll::Gatherv, rank, size, root, bytes: my_bytes, unit: 1, commutative: true, in_place };
+
+    // The decision, and the layout this rank builds its schedule from.
+    let decide = |bytes| select::decide(&rt.cfg, &desc, bytes);
+    let everywhere = |d: &Decision| matches!(d, Decision::Run(a, ..) if a.layout_everywhere);
+    let (decision, layout) = if aggressive {
+        let d = decide(known.as_ref().map(|k| largest(&k.layout)));
+        if known.is_none() && (everywhere(&d) || matches!(d, Decision::NeedsLayout)) {
+            runtime::say(&format!(
+                "pcoll: MPI_Gatherv with PCOLL_GATHERV_MODE=aggressive: rank {rank} passes no valid recvcounts, \
+                 displs and recvtype, which that mode requires of every rank; aborting\n"
+            ));
+            // SAFETY: this rank cannot take part in the agreed algorithm; stop the job.
+            unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
+        }
+        (d, known.as_ref().map(|k| k.layout.clone()).unwrap_or_default())
+    } else {
+        match decide(None) {
+            d @ Decision::Host(_) => (d, GatherLayout::default()),
+            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => {
+                (d, known.as_ref().map(|k| k.layout.clone()).unwrap_or_default())
+            }
+            first => {
+                let state = match comm::state(comm) {
+                    Ok(state) => state,
+                    Err(rc) => return Done(rc),
+                };
+                let mine = known.as_ref().filter(|_| is_root).map(|k| {
+                    let d = match first {
+                        Decision::NeedsLayout => decide(Some(largest(&k.layout))),
+                        d => d,
+                    };
+                    (d, k.layout.clone())
+                });
+                match agree(state.private, root, size, mine) {
+                    Ok(agreed) => agreed,
+                    Err(rc) => return Done(rc),
+                }
+            }
+        }
+    };
+    if !is_root && layout.blocks.len() == size && layout.blocks[rank].1 != my_bytes {
+        runtime::say(&format!(
+            "pcoll: MPI_Gatherv: rank {rank} sends {my_bytes} bytes but the root's recvcounts expect {}: erroneous \
+             program; aborting\n",
+            layout.blocks[rank].1
+        ));
+        // SAFETY: the ranks disagree on the message sizes; stop the job.
+        unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
+    }
+    let call = match plan(desc, decision) {
+        Ok(call) => call,
+        Err(why) => return Forward(why),
+    };
+
+    let packed_send;
+    let send: Option<&[u8]> = match send_ty {
+        None => None,
+        Some(t) if t.dense => {
+            // SAFETY: a dense send buffer of `sendcount` elements is `my_bytes` contiguous bytes.
+            Some(unsafe { slice_or_empty(sendbuf, my_bytes) })
+        }
+        Some(ref t) => {
+            packed_send = pack(sendbuf, sendcount, sendtype, t, comm);
+            Some(&packed_send)
+        }
+    };
+    let at_root = known.filter(|_| is_root);
+    let Some(plan) = at_root else {
+        return Done(execute(rt, comm, &call, &layout, send, &mut [], &NoReduction));
+    };
+    if plan.ty.dense {
+        // SAFETY: the blocks lie in the user's receive buffer, which spans
+        // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
+        let recv = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>().offset(plan.base), plan.span) };
+        return Done(execute(rt, comm, &call, &plan.layout, send, recv, &NoReduction));
+    }
+    // A non-dense receive type: gather the signature bytes, then unpack each
+    // block into place.
+    let mut staging = vec![0u8; plan.span];
+    let rc = execute(rt, comm, &call, &plan.layout, send, &mut staging, &NoReduction);
+    if rc == MPI_SUCCESS as c_int {
+        let blocks = args.expect("the root has its arguments");
+        for (peer, (&(count, displ), &(off, len))) in blocks.iter().zip(&plan.layout.blocks).enumerate() {
+            if len > 0 && !(in_place && peer == root) {
+                let dst = recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
+                unpack(&staging[off..off + len], dst.cast(), count, recvtype, &plan.ty, comm);
+            }
+        }
+    }
+    Done(rc)
+}

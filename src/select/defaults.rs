@@ -1,0 +1,52 @@
+//! pcoll's built-in rules, in the tuning grammar ([`super::rules`]): what
+//! runs a call when nothing is forced and no PCOLL_TUNE / PCOLL_TUNE_FILE
+//! rule matches. Derived from the cost model (`pcoll model`) and from
+//! measurements on a 2-core machine (`scripts/bench.sh`); `pcoll tune`
+//! writes a file of the same form for a given machine and job shape.
+
+use once_cell::sync::Lazy;
+
+use super::rules::Rules;
+
+/// The rules, first match wins.
+pub const DEFAULT_RULES: &str = "\
+# Allreduce: recursive doubling while latency dominates; then halving and
+# doubling (seed 004's split for the extra ranks of a non-power-of-two p).
+allreduce bytes<16K recursive_doubling
+allreduce rabenseifner
+# Reduce: a binomial tree for small vectors, halving + gather for large.
+reduce bytes<16K binomial
+reduce rabenseifner
+# Bcast: binomial for small messages; scatter + allgather for large ones
+# (ring allgather unless p is a power of two, where recursive doubling
+# moves no extra bytes).
+bcast p<3 binomial
+bcast bytes<64K binomial
+bcast p=4 scatter_allgather
+bcast p=8 scatter_allgather
+bcast p=16 scatter_allgather
+bcast scatter_allgather_ring
+# Gatherv: linear at small p, seed 001's binomial tree above.
+gatherv p<8 linear
+gatherv binomial
+";
+
+static RULES: Lazy<Rules> =
+    Lazy::new(|| Rules::parse(DEFAULT_RULES, "built-in").expect("the built-in rules parse (tested)"));
+
+pub fn rules() -> &'static Rules {
+    &RULES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_rules_parse() {
+        if let Err(e) = Rules::parse(DEFAULT_RULES, "built-in") {
+            panic!("{e}");
+        }
+        assert!(!rules().rules.is_empty());
+    }
+}

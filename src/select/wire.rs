@@ -1,0 +1,90 @@
+//! The Gatherv root's broadcast in the conservative mode (seed 001): its
+//! decision and its layout as 64-bit words, the same on every platform.
+
+use super::{Decision, Reason, RuleSource};
+use crate::algos::{Algorithm, Params, ALGORITHMS};
+use crate::core::call::GatherLayout;
+
+/// Words of the root's broadcast before the layout: the algorithm's
+/// registry index (or [`HOST`]), its parameters, the reason.
+pub const HEADER: usize = 2 + MAX_PARAMS + 2;
+const MAX_PARAMS: usize = 4;
+const HOST: u64 = u64::MAX;
+
+fn encode_reason(reason: Reason) -> [u64; 2] {
+    match reason {
+        Reason::Forced => [0, 0],
+        Reason::ForcedMpi => [1, 0],
+        Reason::Rule { source: RuleSource::Tune, line } => [2, line as u64],
+        Reason::Rule { source: RuleSource::TuneFile, line } => [3, line as u64],
+        Reason::Rule { source: RuleSource::BuiltIn, line } => [4, line as u64],
+        Reason::Fallback => [5, 0],
+        Reason::Unsupported(_) => [6, 0],
+    }
+}
+
+fn decode_reason([kind, line]: [u64; 2]) -> Reason {
+    let line = line as usize;
+    match kind {
+        0 => Reason::Forced,
+        1 => Reason::ForcedMpi,
+        2 => Reason::Rule { source: RuleSource::Tune, line },
+        3 => Reason::Rule { source: RuleSource::TuneFile, line },
+        4 => Reason::Rule { source: RuleSource::BuiltIn, line },
+        5 => Reason::Fallback,
+        _ => Reason::Unsupported("the forced algorithm cannot run this call (decided at the root)"),
+    }
+}
+
+/// The root's decision and layout as words.
+pub fn encode(decision: &Decision, layout: &GatherLayout) -> Vec<u64> {
+    let mut words = vec![0u64; HEADER];
+    let reason = match decision {
+        Decision::Run(algo, params, reason) => {
+            words[0] = ALGORITHMS.iter().position(|a| std::ptr::eq(a, *algo)).expect("registered") as u64;
+            assert!(params.0.len() <= MAX_PARAMS, "{} has more parameters than a Gatherv broadcast carries", algo.name);
+            words[1] = params.0.len() as u64;
+            words[2..2 + params.0.len()].copy_from_slice(&params.0);
+            *reason
+        }
+        Decision::Host(reason) => {
+            words[0] = HOST;
+            *reason
+        }
+        Decision::NeedsLayout => unreachable!("the root has the layout"),
+    };
+    words[HEADER - 2..].copy_from_slice(&encode_reason(reason));
+    words.extend(layout.blocks.iter().flat_map(|&(off, len)| [off as u64, len as u64]));
+    words
+}
+
+pub fn decode(words: &[u64]) -> (Decision, GatherLayout) {
+    let reason = decode_reason([words[HEADER - 2], words[HEADER - 1]]);
+    let decision = if words[0] == HOST {
+        Decision::Host(reason)
+    } else {
+        let algo: &'static Algorithm = &ALGORITHMS[words[0] as usize];
+        let n = words[1] as usize;
+        Decision::Run(algo, Params(words[2..2 + n].to_vec()), reason)
+    };
+    let blocks = words[HEADER..].chunks_exact(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
+    (decision, GatherLayout { blocks })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::types::Coll;
+
+    #[test]
+    fn the_broadcast_decision_round_trips() {
+        let algo = crate::algos::find(Coll::Gatherv, "binomial").unwrap();
+        let layout = GatherLayout { blocks: vec![(0, 3), (9, 0), (3, 6)] };
+        let reason = Reason::Rule { source: RuleSource::TuneFile, line: 7 };
+        let (d, l) = decode(&encode(&Decision::Run(algo, Params(vec![]), reason), &layout));
+        assert_eq!(l, layout);
+        assert!(matches!(d, Decision::Run(a, p, r) if std::ptr::eq(a, algo) && p.0.is_empty() && r == reason));
+        let (d, _) = decode(&encode(&Decision::Host(Reason::ForcedMpi), &layout));
+        assert!(matches!(d, Decision::Host(Reason::ForcedMpi)));
+    }
+}
