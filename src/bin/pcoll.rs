@@ -15,7 +15,7 @@ use pcoll::sim::cost::CostModel;
 use pcoll::sim::report::{self, parse_bytes};
 
 const MODEL_HELP: &str = "\
-usage: pcoll model [--coll LIST] [--procs LIST] [--bytes LIST] [--model K=V,...] [--nonpof2]
+usage: pcoll model [--coll LIST] [--procs LIST] [--bytes LIST] [--model K=V,...] [--nonpof2 | --gatherv]
 
 Predicted times (microseconds) of every algorithm, priced by running the
 algorithms' schedules for all ranks through an alpha-beta-gamma model with
@@ -24,13 +24,18 @@ single-port contention (see src/sim/cost.rs).
   --coll LIST     allreduce,reduce,bcast,gatherv (default: all)
   --procs LIST    process counts (default 2,4,8,16,64,256,1024,4096,32768)
   --bytes LIST    message sizes, e.g. 8,1K,64K,1M,64M (default 8,1K,64K,1M,64M)
-  --model K=V,..  model parameters: alpha, beta, gamma, delta (seconds per
-                  message / byte sent / byte reduced / byte copied) and eager
-                  (bytes); default: a 2020 InfiniBand cluster,
-                  alpha=1.5e-6,beta=8.3e-11,gamma=2.5e-10,delta=1e-10,eager=16384.
+  --model K=V,..  model parameters: alpha (latency), overhead (software cost
+                  per message at each end), beta, gamma, delta (seconds per
+                  byte sent / reduced / copied) and eager (bytes); default: a
+                  2020 InfiniBand cluster, alpha=1.5e-6,overhead=3e-7,
+                  beta=8.3e-11,gamma=2.5e-10,delta=1e-10,eager=16384.
                   Calibrated values come from PCOLL_CALIBRATE=1 on a real job.
   --nonpof2       only the seed-004 split against the classic fold, at
                   p = 3,5,6,7,12,100,1000 (or --procs), for --bytes (default 1M)
+  --gatherv       only linear Gatherv against seed 001's binomial tree: peers
+                  (connections) and temporary bytes per rank, predicted times,
+                  at p = 2,4,...,32768 (or --procs), for --bytes per rank
+                  (default 8 and 8K, as in the seed's tables)
 ";
 
 fn fail(msg: &str) -> ! {
@@ -51,6 +56,7 @@ fn model(args: &[String]) {
     let mut sizes: Option<Vec<usize>> = None;
     let mut cost = CostModel::CLUSTER;
     let mut nonpof2 = false;
+    let mut gatherv = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| fail(&format!("{arg} needs a value")));
@@ -62,6 +68,7 @@ fn model(args: &[String]) {
             "--bytes" => sizes = Some(list(value(), parse_bytes, "a size")),
             "--model" => cost = cost.with(value()).unwrap_or_else(|e| fail(&format!("--model: {e}"))),
             "--nonpof2" => nonpof2 = true,
+            "--gatherv" => gatherv = true,
             "-h" | "--help" => {
                 print!("{MODEL_HELP}");
                 return;
@@ -74,6 +81,13 @@ fn model(args: &[String]) {
         let procs = procs.unwrap_or_else(|| vec![3, 5, 6, 7, 12, 100, 1000]);
         for bytes in sizes.unwrap_or_else(|| vec![1 << 20]) {
             print!("{}", report::schemes_table(&procs, bytes, &cost));
+        }
+        return;
+    }
+    if gatherv {
+        let procs = procs.unwrap_or_else(|| (1..=15).map(|k| 1 << k).collect());
+        for bytes in sizes.unwrap_or_else(|| vec![8, 8 << 10]) {
+            print!("{}", report::gatherv_table(&procs, bytes, &cost));
         }
         return;
     }

@@ -104,6 +104,16 @@ impl Schedule {
     pub fn messages_sent(&self) -> usize {
         self.steps.iter().map(|s| s.sends.len()).sum()
     }
+
+    /// How many distinct ranks this rank exchanges messages with (the
+    /// connections it needs: seed 001's memory argument).
+    pub fn peers(&self) -> usize {
+        let mut peers: Vec<usize> =
+            self.steps.iter().flat_map(|s| s.sends.iter().chain(&s.recvs)).map(|x| x.peer).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        peers.len()
+    }
 }
 
 /// Builds a schedule step by step; empty steps are dropped and zero-length

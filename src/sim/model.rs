@@ -78,7 +78,7 @@ mod tests {
     fn terms(a: &Algorithm, p: usize, bytes: usize) -> (f64, f64, f64) {
         let params = a.default_params();
         let only = |alpha, beta, gamma| {
-            let m = CostModel { alpha, beta, gamma, delta: 0.0, eager: 0 };
+            let m = CostModel { alpha, overhead: 0.0, beta, gamma, delta: 0.0, eager: 0 };
             predict(a, &params, p, bytes, &m).unwrap().time
         };
         (only(1.0, 0.0, 0.0), only(0.0, 1.0, 0.0), only(0.0, 0.0, 1.0))

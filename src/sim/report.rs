@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::check;
 use super::cost::CostModel;
 use super::model::{predict, Unpriced};
 use crate::algos::{self, Algorithm};
@@ -182,6 +183,74 @@ pub fn schemes_table(procs: &[usize], bytes: usize, model: &CostModel) -> String
     out
 }
 
+/// One line of the Gatherv comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GatherRow {
+    pub p: usize,
+    /// Distinct peers of the root, linear and tree.
+    pub linear_root_peers: usize,
+    pub tree_root_peers: usize,
+    /// The most distinct peers of any rank in the tree.
+    pub tree_max_peers: usize,
+    /// Temporary bytes: the tree's root, and the most of any rank.
+    pub tree_root_scratch: usize,
+    pub tree_max_scratch: usize,
+    /// Predicted times (seconds).
+    pub linear_time: f64,
+    pub tree_time: f64,
+}
+
+/// Seed 001's comparison: linear Gatherv against the binomial tree, with
+/// `bytes` per rank in rank order (received straight into place).
+pub fn gatherv_rows(procs: &[usize], bytes: usize, model: &CostModel) -> Vec<GatherRow> {
+    let linear = algos::find(Coll::Gatherv, "linear").expect("registered");
+    let tree = algos::find(Coll::Gatherv, "binomial").expect("registered");
+    let case_of = |p| super::model::case(Coll::Gatherv, p, bytes);
+    in_parallel(procs, |&p| {
+        let case = case_of(p);
+        let scheds = |a: &Algorithm| check::schedules(a, &a.default_params(), &case).expect("valid").expect("accepted");
+        let (ls, ts) = (scheds(linear), scheds(tree));
+        let price = |s: &[crate::core::schedule::Schedule]| super::cost::price(s, model).expect("priced").time;
+        GatherRow {
+            p,
+            linear_root_peers: ls[0].peers(),
+            tree_root_peers: ts[0].peers(),
+            tree_max_peers: ts.iter().map(|s| s.peers()).max().unwrap_or(0),
+            tree_root_scratch: ts[0].scratch_bytes,
+            tree_max_scratch: ts.iter().map(|s| s.scratch_bytes).max().unwrap_or(0),
+            linear_time: price(&ls),
+            tree_time: price(&ts),
+        }
+    })
+}
+
+pub fn gatherv_table(procs: &[usize], bytes: usize, model: &CostModel) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Gatherv, {} per rank: linear against seed 001's binomial tree", bytes_label(bytes));
+    let _ = writeln!(out, "# peers: distinct ranks a rank exchanges with (connections); scratch: temporary bytes");
+    let _ = writeln!(
+        out,
+        "{:>7} {:>12} {:>10} {:>9} {:>13} {:>12} {:>13} {:>13} {:>8}",
+        "p", "root_peers", "tree_root", "tree_max", "tree_root_tmp", "tree_max_tmp", "linear_us", "tree_us", "speedup"
+    );
+    for row in gatherv_rows(procs, bytes, model) {
+        let _ = writeln!(
+            out,
+            "{:>7} {:>12} {:>10} {:>9} {:>13} {:>12} {:>13.2} {:>13.2} {:>8.2}",
+            row.p,
+            row.linear_root_peers,
+            row.tree_root_peers,
+            row.tree_max_peers,
+            row.tree_root_scratch,
+            row.tree_max_scratch,
+            row.linear_time * 1e6,
+            row.tree_time * 1e6,
+            row.linear_time / row.tree_time
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,6 +277,18 @@ mod tests {
         }
         let text = schemes_table(&[3, 6], 1 << 20, &CostModel::CLUSTER);
         assert!(text.contains("allreduce") && text.contains("reduce"), "{text}");
+    }
+
+    #[test]
+    fn gatherv_tree_root_has_log_p_peers_and_no_scratch_in_rank_order() {
+        let rows = gatherv_rows(&[2, 7, 64, 1000], 8, &CostModel::CLUSTER);
+        for row in &rows {
+            let log2 = (row.p as f64).log2().ceil() as usize;
+            assert_eq!(row.linear_root_peers, row.p - 1);
+            assert_eq!(row.tree_root_peers, log2, "{row:?}");
+            assert_eq!(row.tree_root_scratch, 0, "{row:?}");
+        }
+        assert!(rows[3].tree_time < rows[3].linear_time, "{:?}", rows[3]);
     }
 
     #[test]
