@@ -490,7 +490,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { PMPI_Init(argc, argv) };
     if rc == MPI_SUCCESS as c_int {
-        let _ = catch_unwind(|| runtime::install_finalize_hook(true));
+        let _ = catch_unwind(|| runtime::after_init());
     }
     rc
 }
@@ -507,7 +507,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { PMPI_Init_thread(argc, argv, required, provided) };
     if rc == MPI_SUCCESS as c_int {
-        let _ = catch_unwind(|| runtime::install_finalize_hook(true));
+        let _ = catch_unwind(|| runtime::after_init());
     }
     rc
 }

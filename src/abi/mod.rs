@@ -3,6 +3,7 @@
 //! descriptors to `select` and `algos`, and run schedules with a PMPI
 //! transport on the communicator's private duplicate.
 
+mod calibrate;
 mod comm;
 mod entry;
 mod fortran;

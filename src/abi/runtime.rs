@@ -70,6 +70,17 @@ fn init_logging(cfg: &Config) {
         .try_init();
 }
 
+/// What pcoll does once MPI_Init or MPI_Init_thread succeeded: install the
+/// finalize hook on every rank and, with PCOLL_CALIBRATE=1, calibrate.
+pub(super) fn after_init() {
+    install_finalize_hook(true);
+    // The configuration is read here (not at the first collective) only
+    // when calibration is asked for.
+    if std::env::var_os("PCOLL_CALIBRATE").is_some() && get().cfg.calibrate && get().cfg.enable {
+        super::calibrate::calibrate();
+    }
+}
+
 /// Installs the finalize hook once. `at_init`: called from MPI_Init(_thread).
 pub(super) fn install_finalize_hook(at_init: bool) {
     HOOK.get_or_init(|| {
@@ -135,7 +146,7 @@ fn print_summary(local: &Stats) {
 }
 
 /// First line of the host MPI's version string.
-fn host_version() -> String {
+pub(super) fn host_version() -> String {
     let mut buf = vec![0 as c_char; MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
     let mut len = 0;
     // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING characters plus a terminator.
@@ -147,5 +158,7 @@ fn host_version() -> String {
         .next()
         .unwrap_or("")
         .trim_matches(|c: char| c.is_whitespace() || c == '\0')
-        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -3,6 +3,7 @@
 //! here. Pure safe Rust: the transport owns anything unsafe.
 
 pub mod cache;
+pub mod calibrate;
 pub mod kernels;
 pub mod stats;
 pub mod wait;

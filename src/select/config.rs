@@ -81,6 +81,8 @@ pub struct Config {
     pub tune_file: Option<Rules>,
     /// PCOLL_GATHERV_MODE.
     pub gatherv_mode: GathervMode,
+    /// PCOLL_CALIBRATE: measure the cost model's parameters at MPI_Init.
+    pub calibrate: bool,
 }
 
 impl Default for Config {
@@ -93,6 +95,7 @@ impl Default for Config {
             tune: None,
             tune_file: None,
             gatherv_mode: GathervMode::Conservative,
+            calibrate: false,
         }
     }
 }
@@ -131,6 +134,7 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_TUNE_FILE",
     "PCOLL_LOG",
     "PCOLL_STATS",
+    "PCOLL_CALIBRATE",
 ];
 
 impl Config {
@@ -153,6 +157,7 @@ impl Config {
             match var.as_str() {
                 "PCOLL_ENABLE" => cfg.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_STATS" => cfg.stats = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_CALIBRATE" => cfg.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_GATHERV_MODE" => {
                     cfg.gatherv_mode = match value.trim() {
                         "conservative" => GathervMode::Conservative,
