@@ -11,7 +11,10 @@
 #    point times pcoll (MPI_*) and the host MPI (PMPI_*) side by side,
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
 # 6. prints a combined table of both MPIs and, when matplotlib is there,
-#    draws bench/out/pcoll_bench-<ranks>.png.
+#    draws bench/out/pcoll_bench-<ranks>.png;
+# 7. with --kernels, also times pcoll's reduction kernels against the
+#    host's MPI_Reduce_local for every predefined type and operator
+#    (bench/kernels.c; bench/out/kernels-<mpi>.txt).
 #
 # PCOLL_* variables in the caller's environment reach every rank, e.g.
 #   PCOLL_ALLREDUCE=ring bash scripts/bench.sh --colls allreduce
@@ -29,6 +32,7 @@ OVERSUB=0
 DO_SETUP=1
 DO_BUILD=1
 DO_PLOT=1
+DO_KERNELS=0
 RUN_TIMEOUT=900
 BENCH_ARGS=()
 OVER_ARGS=(--time 0.3 --max-iters 2000)
@@ -38,6 +42,7 @@ usage() {
     cat <<'EOF'
 Options:
   --oversubscribed     also run at 4 ranks (more ranks than cores), reported separately
+  --kernels            also compare pcoll's reduction kernels with MPI_Reduce_local
   --over-ranks N       rank count for --oversubscribed (default 4)
   --ranks N            rank count of the main runs (default 2)
   --mpi LIST           mpich,openmpi (default both)
@@ -57,6 +62,7 @@ EOF
 while [ $# -gt 0 ]; do
     case "$1" in
         --oversubscribed) OVERSUB=1 ;;
+        --kernels) DO_KERNELS=1 ;;
         --over-ranks) OVER_RANKS=$2; OVERSUB=1; shift ;;
         --ranks) RANKS=$2; shift ;;
         --mpi) MPIS=$2; shift ;;
@@ -216,6 +222,28 @@ if [ "$OVERSUB" = 1 ]; then
     for m in "${MPI_LIST[@]}"; do
         say "$m, $OVER_RANKS ranks on $CORES cores -- OVERSUBSCRIBED, timings measure the scheduler"
         run_one "$m" "$OVER_RANKS" "$m-$OVER_RANKS" "${OVER_ARGS[@]}" "${BENCH_ARGS[@]}" || STATUS=1
+    done
+fi
+
+# ---------------------------------------------------------------- kernels
+if [ "$DO_KERNELS" = 1 ]; then
+    for m in "${MPI_LIST[@]}"; do
+        say "$m: reduction kernels, pcoll against MPI_Reduce_local (1 rank)"
+        exe="$OUT/pcoll_kernels.$m"
+        lib=${LIB[$m]}
+        if [ -z "$lib" ] || ! "$(mpicc_of "$m")" -O2 -Wall -o "$exe" "$ROOT/bench/kernels.c" -ldl -lm; then
+            warn "$m: no library or the kernel benchmark does not compile"
+            STATUS=1
+            continue
+        fi
+        case "$m" in
+            mpich) cmd=(mpiexec.mpich -n 1 -genv LD_PRELOAD "$lib") ;;
+            openmpi) cmd=(mpirun.openmpi -np 1 -x "OMPI_MCA_op=^avx" -x "LD_PRELOAD=$lib")
+                     [ "$(id -u)" = 0 ] && cmd+=(--allow-run-as-root) ;;
+        esac
+        timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$exe" </dev/null 2>&1 | tee "$OUT/kernels-$m.txt" | grep -E '^#|WRONG'
+        [ "${PIPESTATUS[0]}" = 0 ] || STATUS=1
+        echo "(all rows in bench/out/kernels-$m.txt)"
     done
 fi
 

@@ -480,6 +480,47 @@ pub unsafe extern "C" fn MPI_Gatherv(
     )
 }
 
+/// pcoll's reduction kernels behind MPI_Reduce_local's interface
+/// (`inoutbuf = inbuf ∘ inoutbuf`), for benchmarks and tools: what pcoll's
+/// collectives combine with. Pairs pcoll has no kernel for, and invalid
+/// arguments, go to PMPI_Reduce_local.
+///
+/// # Safety
+/// MPI_Reduce_local's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn pcoll_reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> c_int {
+    // SAFETY: the caller's arguments, unchanged.
+    let host = || unsafe { PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) };
+    let native = catch_unwind(|| match handles::reduction(datatype, op) {
+        Ok(handles::Reduction { unit, combine: Combine::Native(kernel), .. })
+            if count > 0 && !inbuf.is_null() && !inoutbuf.is_null() =>
+        {
+            let bytes = count as usize * unit;
+            // SAFETY: MPI_Reduce_local's buffers hold `count` elements of
+            // `datatype`, whose extent is `unit`; they do not overlap.
+            let (src, dst) = unsafe {
+                (
+                    std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
+                    std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
+                )
+            };
+            (kernel.inplace)(src, dst);
+            true
+        }
+        _ => false,
+    });
+    match native {
+        Ok(true) => MPI_SUCCESS as c_int,
+        _ => host(),
+    }
+}
+
 /// Installs pcoll's MPI_Finalize hook on every rank, so that the job-wide
 /// summary can be combined across ranks.
 ///

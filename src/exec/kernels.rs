@@ -1,8 +1,8 @@
 //! Native reduction kernels: `dst[i] = src[i] ∘ dst[i]` over byte slices
 //! holding whole elements of one [`Elem`] representation.
 //!
-//! Pure safe Rust. Every kernel is one instance of the generic `kernel`
-//! loop: it walks both slices in `chunks_exact` steps of the element size
+//! Safe Rust but for the AVX2 dispatch. Every kernel is one instance of
+//! the generic loop: it walks both slices in `chunks_exact` steps of the element size
 //! and decodes with `from_ne_bytes`, so unaligned buffers are fine, the
 //! chunk-length checks fold away once the size is a constant, and LLVM turns
 //! the loop into packed SIMD for the primitive types.
@@ -142,6 +142,9 @@ trait Lanes: Copy {
     const W: usize;
     /// Whether `store` leaves some of the `W` bytes (padding) untouched.
     const PADDED: bool = false;
+    /// Whether LLVM turns an in-place pick of one of two values into
+    /// masked stores under AVX2 (floats).
+    const MASKED_SELECT: bool = false;
     /// Decodes from a chunk of exactly `W` bytes.
     fn load(b: &[u8]) -> Self;
     /// Encodes into a chunk of exactly `W` bytes (padding may be left as is).
@@ -150,13 +153,56 @@ trait Lanes: Copy {
 
 /// A reduction operator on `T`: the result of `src ∘ dst`.
 trait Op<T> {
+    /// The result is one of the operands (max, min).
+    const SELECTS: bool = false;
     fn apply(src: T, dst: T) -> T;
 }
 
+/// The kernel of `O` on `T`, compiled for AVX2 too where the processor has
+/// it (chosen once; the loops are the same, LLVM only gets wider vectors).
+/// One exception, measured (bench/kernels.c): max and min on floats, in
+/// place, keep the baseline loop: with AVX2, LLVM stores only the elements
+/// that change, with masked stores that are microcoded and several times
+/// slower on AMD processors.
 fn kernel<T: Lanes, O: Op<T>>() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        let masked = O::SELECTS && T::MASKED_SELECT;
+        let inplace = if masked { inplace::<T, O> } else { avx2::inplace::<T, O> };
+        return Kernel { inplace, into: avx2::into::<T, O> };
+    }
     Kernel { inplace: inplace::<T, O>, into: into::<T, O> }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! The loops compiled with AVX2 enabled. The wrappers are only handed
+    //! out by [`super::kernel`] after detecting AVX2.
+
+    use super::{Lanes, Op};
+
+    #[target_feature(enable = "avx2")]
+    fn inplace_avx2<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
+        super::inplace::<T, O>(src, dst)
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn into_avx2<T: Lanes, O: Op<T>>(first: &[u8], second: &[u8], out: &mut [u8]) {
+        super::into::<T, O>(first, second, out)
+    }
+
+    pub(super) fn inplace<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
+        // SAFETY: handed out only where the processor has AVX2.
+        unsafe { inplace_avx2::<T, O>(src, dst) }
+    }
+
+    pub(super) fn into<T: Lanes, O: Op<T>>(first: &[u8], second: &[u8], out: &mut [u8]) {
+        // SAFETY: handed out only where the processor has AVX2.
+        unsafe { into_avx2::<T, O>(first, second, out) }
+    }
+}
+
+#[inline(always)]
 fn inplace<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
     assert_eq!(src.len(), dst.len(), "reduction operands of different lengths");
     debug_assert_eq!(src.len() % T::W, 0, "reduction of a partial element");
@@ -165,6 +211,7 @@ fn inplace<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
     }
 }
 
+#[inline(always)]
 fn into<T: Lanes, O: Op<T>>(first: &[u8], second: &[u8], out: &mut [u8]) {
     assert!(first.len() == out.len() && second.len() == out.len(), "reduction operands of different lengths");
     debug_assert_eq!(out.len() % T::W, 0, "reduction of a partial element");
@@ -196,9 +243,10 @@ trait Int: Num + BitAnd<Output = Self> + BitOr<Output = Self> + BitXor<Output = 
 }
 
 macro_rules! lanes {
-    ($($t:ty),*) => {$(
+    ($masked:expr; $($t:ty),*) => {$(
         impl Lanes for $t {
             const W: usize = std::mem::size_of::<$t>();
+            const MASKED_SELECT: bool = $masked;
             #[inline(always)]
             fn load(b: &[u8]) -> Self {
                 <$t>::from_ne_bytes(b.try_into().expect("chunk of one element"))
@@ -210,7 +258,8 @@ macro_rules! lanes {
         }
     )*};
 }
-lanes!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
+lanes!(false; i8, u8, i16, u16, i32, u32, i64, u64);
+lanes!(true; f32, f64);
 
 macro_rules! ints {
     ($($t:ty),*) => {$(
@@ -300,8 +349,9 @@ struct MinLoc;
 struct MaxLoc;
 
 macro_rules! op {
-    ($name:ident, $bound:ident, |$s:ident, $d:ident| $body:expr) => {
+    ($name:ident, $bound:ident, $selects:expr, |$s:ident, $d:ident| $body:expr) => {
         impl<T: $bound> Op<T> for $name {
+            const SELECTS: bool = $selects;
             #[inline(always)]
             fn apply($s: T, $d: T) -> T {
                 $body
@@ -309,18 +359,18 @@ macro_rules! op {
         }
     };
 }
-op!(Sum, Num, |s, d| d.add(s));
-op!(Prod, Num, |s, d| d.mul(s));
+op!(Sum, Num, false, |s, d| d.add(s));
+op!(Prod, Num, false, |s, d| d.mul(s));
 // C's `MAX(dst, src)`; a select, so LLVM emits packed max/blend.
-op!(Max, Num, |s, d| if d > s { d } else { s });
-op!(Min, Num, |s, d| if d < s { d } else { s });
+op!(Max, Num, true, |s, d| if d > s { d } else { s });
+op!(Min, Num, true, |s, d| if d < s { d } else { s });
 // `&`, `|`, `!=` on bools rather than `&&`/`||`: no branches to vectorise.
-op!(Land, Int, |s, d| T::of(d.truth() & s.truth()));
-op!(Lor, Int, |s, d| T::of(d.truth() | s.truth()));
-op!(Lxor, Int, |s, d| T::of(d.truth() != s.truth()));
-op!(Band, Int, |s, d| d & s);
-op!(Bor, Int, |s, d| d | s);
-op!(Bxor, Int, |s, d| d ^ s);
+op!(Land, Int, false, |s, d| T::of(d.truth() & s.truth()));
+op!(Lor, Int, false, |s, d| T::of(d.truth() | s.truth()));
+op!(Lxor, Int, false, |s, d| T::of(d.truth() != s.truth()));
+op!(Band, Int, false, |s, d| d & s);
+op!(Bor, Int, false, |s, d| d | s);
+op!(Bxor, Int, false, |s, d| d ^ s);
 
 impl<F> Op<Cx<F>> for Prod
 where
