@@ -12,7 +12,11 @@
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
 # 6. prints a combined table of both MPIs and, when matplotlib is there,
 #    draws bench/out/pcoll_bench-<ranks>.png;
-# 7. with --kernels, also times pcoll's reduction kernels against the
+# 7. with --algorithms, instead times every pcoll algorithm of each
+#    collective, forced in turn, against the stock MPI (at 2 ranks and,
+#    with --oversubscribed, at 4 and 8; bench/out/algos-*.csv), and prints
+#    one table per MPI, rank count and collective (bench/algos_table.py);
+# 8. with --kernels, also times pcoll's reduction kernels against the
 #    host's MPI_Reduce_local for every predefined type and operator
 #    (bench/kernels.c; bench/out/kernels-<mpi>.txt).
 #
@@ -33,6 +37,7 @@ DO_SETUP=1
 DO_BUILD=1
 DO_PLOT=1
 DO_KERNELS=0
+DO_ALGOS=0
 RUN_TIMEOUT=900
 BENCH_ARGS=()
 OVER_ARGS=(--time 0.3 --max-iters 2000)
@@ -43,6 +48,7 @@ usage() {
 Options:
   --oversubscribed     also run at 4 ranks (more ranks than cores), reported separately
   --kernels            also compare pcoll's reduction kernels with MPI_Reduce_local
+  --algorithms         time every algorithm (forced in turn) instead of pcoll's choice
   --over-ranks N       rank count for --oversubscribed (default 4)
   --ranks N            rank count of the main runs (default 2)
   --mpi LIST           mpich,openmpi (default both)
@@ -63,6 +69,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --oversubscribed) OVERSUB=1 ;;
         --kernels) DO_KERNELS=1 ;;
+        --algorithms) DO_ALGOS=1 ;;
         --over-ranks) OVER_RANKS=$2; OVERSUB=1; shift ;;
         --ranks) RANKS=$2; shift ;;
         --mpi) MPIS=$2; shift ;;
@@ -179,7 +186,9 @@ done
 CORES=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
 mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' | grep -v '^PCOLL_LIB_' || true)
 
-# run_one MPI NRANKS TAG [bench args...]
+# run_one MPI NRANKS TAG [bench args...]; EXTRA_ENV (NAME=VALUE words)
+# reaches the ranks too.
+EXTRA_ENV=()
 run_one() {
     local m=$1 n=$2 tag=$3; shift 3
     local exe=${EXE[$m]} lib=${LIB[$m]} cmd=()
@@ -189,6 +198,7 @@ run_one() {
             cmd=(mpiexec.mpich -n "$n")
             [ -n "$lib" ] && cmd+=(-genv LD_PRELOAD "$lib")
             for v in "${PCOLL_VARS[@]}"; do cmd+=(-genv "$v" "${!v}"); done
+            for kv in "${EXTRA_ENV[@]}"; do cmd+=(-genv "${kv%%=*}" "${kv#*=}"); done
             ;;
         openmpi)
             cmd=(mpirun.openmpi -np "$n" -x "OMPI_MCA_op=^avx")
@@ -196,6 +206,7 @@ run_one() {
             [ "$n" -gt "$CORES" ] && cmd+=(--oversubscribe)
             [ -n "$lib" ] && cmd+=(-x "LD_PRELOAD=$lib")
             for v in "${PCOLL_VARS[@]}"; do cmd+=(-x "$v"); done
+            for kv in "${EXTRA_ENV[@]}"; do cmd+=(-x "$kv"); done
             ;;
     esac
     cmd+=("$exe" --label "$m" --csv "$OUT/$tag.csv" "$@")
@@ -212,6 +223,34 @@ run_one() {
     [ "$rc" = 124 ] && warn "$m at $n ranks timed out after ${RUN_TIMEOUT}s"
     return "$rc"
 }
+
+if [ "$DO_ALGOS" = 1 ]; then
+    tool=$(bash "$ROOT/scripts/build.sh" tool 2>"$OUT/build-tool.log" | tail -n 1)
+    [ -x "$tool" ] || { echo "bench.sh: cannot build the pcoll tool (bench/out/build-tool.log)" >&2; exit 1; }
+    rm -f "$OUT"/algos-*.csv
+    rank_counts=("$RANKS")
+    [ "$OVERSUB" = 1 ] && rank_counts+=(4 8)
+    want_colls=$(printf '%s\n' "${BENCH_ARGS[@]}" | awk 'p {print; exit} /^--colls$/ {p=1}')
+    for m in "${MPI_LIST[@]}"; do
+        for n in "${rank_counts[@]}"; do
+            extra=()
+            [ "$n" -gt "$CORES" ] && extra=("${OVER_ARGS[@]}")
+            while read -r coll alg; do
+                [ -z "$want_colls" ] || [[ ",$want_colls," == *",$coll,"* ]] || continue
+                say "$m, $n ranks, $coll forced to $alg"
+                EXTRA_ENV=("PCOLL_$(echo "$coll" | tr a-z A-Z)=$alg")
+                run_one "$m" "$n" "algos-$m-$n-$coll-$alg" "${extra[@]}" "${BENCH_ARGS[@]}" --colls "$coll" \
+                    >"$OUT/algos-$m-$n-$coll-$alg.log" 2>&1 || STATUS=1
+            done < <("$tool" algorithms)
+            EXTRA_ENV=()
+        done
+    done
+    say "every algorithm against the stock MPI"
+    python3 "$ROOT/bench/algos_table.py" "$OUT"/algos-*.csv | tee "$OUT/algorithms.txt" || STATUS=1
+    echo
+    echo "bench.sh: done in $(elapsed "$T0") (bench/out/algorithms.txt), exit $STATUS"
+    exit "$STATUS"
+fi
 
 for m in "${MPI_LIST[@]}"; do
     say "$m, $RANKS ranks (main table)"

@@ -5,6 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+/// Pauses that only spin, before the clock is first read (a clock read
+/// costs as much as a poll).
+const SPIN_POLLS: u32 = 64;
 /// Spinning stops after this long.
 const SPIN: Duration = Duration::from_micros(20);
 /// Yielding stops after this long; then naps.
@@ -16,6 +19,7 @@ const NAP_LONGEST: Duration = Duration::from_micros(500);
 /// One wait: call [`Backoff::pause`] between polls of the condition.
 #[derive(Debug)]
 pub struct Backoff {
+    polls: u32,
     start: Option<Instant>,
     nap: Duration,
 }
@@ -28,11 +32,16 @@ impl Default for Backoff {
 
 impl Backoff {
     pub fn new() -> Backoff {
-        Backoff { start: None, nap: NAP_FIRST }
+        Backoff { polls: 0, start: None, nap: NAP_FIRST }
     }
 
     /// Pauses before the next poll, more politely the longer the wait.
     pub fn pause(&mut self) {
+        if self.polls < SPIN_POLLS {
+            self.polls += 1;
+            std::hint::spin_loop();
+            return;
+        }
         let waited = self.start.get_or_insert_with(Instant::now).elapsed();
         if waited < SPIN {
             std::hint::spin_loop();
