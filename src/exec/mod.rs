@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod calibrate;
 pub mod kernels;
+pub mod shm;
 pub mod stats;
 pub mod wait;
 

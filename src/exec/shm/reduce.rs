@@ -1,0 +1,196 @@
+//! Reduce and Allreduce within a node, through the shared segment.
+//!
+//! - **flat** (small vectors, latency): each rank copies its vector (in
+//!   chunks of the segment's chunk area) into its area and publishes; then
+//!   every rank (Allreduce) or the root (Reduce) combines all areas. One
+//!   synchronisation per chunk. Cost per chunk: `c + (p-1) t_flag + p c_γ`.
+//! - **partition** (seed 003's data partitioning, copy-in): after the
+//!   copy-in, rank `i` combines slice `i` of every area and publishes its
+//!   result slice; everyone copies the slices out (Reduce: the root). Each
+//!   rank combines `1/p` of the vector. Two synchronisations per chunk.
+//! - **zero copy** (partitioned over cross-memory attach, no copy-in): rank
+//!   `i` reads slice `i` of its peers' input buffers straight from their
+//!   memory, combines, and writes the result slice straight into every
+//!   peer's receive buffer (Reduce: the root's). Two synchronisations per
+//!   call; each rank moves `2 (p-1)/p n` bytes and combines `n/p`.
+//!
+//! Trace, flat Allreduce, p = 2: both copy into their area, publish, wait
+//! for the other, compute x0 ∘ x1 from the two areas.
+//!
+//! Order: every element is combined as `x0 ∘ (x1 ∘ (... ∘ x(p-1)))` (a
+//! fold from the last rank), whatever the algorithm and the chunking, so
+//! the three give bitwise the same result on every rank, and it is in rank
+//! order (exact for non-commutative operators).
+//!
+//! Limitations: one node. Memory: the segment's areas; zero copy uses
+//! `p` sub-chunks of scratch. Seed: 003 (data-partitioned reduction in
+//! shared memory, DPML's intra-node stage).
+
+use super::team::Team;
+use crate::exec::{Buffers, Combiner};
+
+/// Bytes of a zero-copy sub-chunk (per peer in scratch): large enough to
+/// amortise a system call, small enough to stay in cache. Tiny under test,
+/// so that the threaded tests run the sub-chunk loop.
+pub const SUB_CHUNK: usize = if cfg!(test) { 40 } else { 256 << 10 };
+
+/// `out = part(0) ∘ (part(1) ∘ (... ∘ part(p-1)))`.
+pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8], out: &mut [u8], combiner: &C) {
+    match p {
+        0 => {}
+        1 => out.copy_from_slice(part(0)),
+        _ => {
+            combiner.combine_into(part(p - 2), part(p - 1), out);
+            for r in (0..p - 2).rev() {
+                combiner.combine(part(r), out);
+            }
+        }
+    }
+}
+
+/// The vector's length (the receive buffer is empty at a Reduce non-root).
+fn vector_len(bufs: &Buffers<'_>) -> usize {
+    bufs.send.map_or(bufs.recv.len(), <[u8]>::len)
+}
+
+/// Bytes of the chunks the vector is cut into: whole elements that fit in
+/// a chunk area.
+fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
+    (team.seg.geo.chunk / unit).max(1) * unit
+}
+
+/// Elements `lo..hi` of slice `i` when `count` elements are cut into `p`.
+fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
+    (i * count / p, (i + 1) * count / p)
+}
+
+/// Flat reduction; the result goes to every rank (`root` None) or to the
+/// root only.
+pub fn flat<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    combiner: &C,
+) {
+    let n = vector_len(bufs);
+    let chunk = chunk_len(team, unit);
+    let mut off = 0;
+    while off < n {
+        let len = chunk.min(n - off);
+        let s = team.next_step();
+        team.writable(s);
+        let input = bufs.send.unwrap_or(&*bufs.recv);
+        team.my_area_bytes(s, len).copy_from_slice(&input[off..off + len]);
+        team.publish(s);
+        if root.is_none_or(|r| r == team.rank) {
+            team.wait_all_ready(s);
+            fold(team.size, |r| team.area_bytes(r, s, len), &mut bufs.recv[off..off + len], combiner);
+        }
+        team.finish(s);
+        off += len;
+    }
+}
+
+/// Partitioned reduction with copy-in (see the module documentation).
+pub fn partition<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    combiner: &C,
+) {
+    let n = vector_len(bufs);
+    let chunk = chunk_len(team, unit);
+    let (me, p) = (team.rank, team.size);
+    let mut off = 0;
+    while off < n {
+        let len = chunk.min(n - off);
+        let count = len / unit;
+        // Step 1: everyone's chunk into its area.
+        let s = team.next_step();
+        team.writable(s);
+        let input = bufs.send.unwrap_or(&*bufs.recv);
+        team.my_area_bytes(s, len).copy_from_slice(&input[off..off + len]);
+        team.publish(s);
+        team.wait_all_ready(s);
+        // Step 2: this rank's slice of the result into its other area.
+        let t = team.next_step();
+        team.writable(t);
+        let (lo, hi) = slice(me, p, count);
+        let (lo, hi) = (lo * unit, hi * unit);
+        fold(p, |r| &team.area_bytes(r, s, len)[lo..hi], &mut team.my_area_bytes(t, len)[lo..hi], combiner);
+        team.finish(s);
+        team.publish(t);
+        if root.is_none_or(|r| r == me) {
+            team.wait_all_ready(t);
+            for r in 0..p {
+                let (lo, hi) = slice(r, p, count);
+                let (lo, hi) = (lo * unit, hi * unit);
+                bufs.recv[off + lo..off + hi].copy_from_slice(&team.area_bytes(r, t, len)[lo..hi]);
+            }
+        }
+        team.finish(t);
+        off += len;
+    }
+}
+
+/// Published words of the zero-copy reduction.
+const INPUT: usize = 0;
+const OUTPUT: usize = 1;
+
+/// Partitioned reduction over zero copy: the team must have
+/// [`Team::peers`]; `bufs.scratch` holds [`zero_copy_scratch`] bytes.
+pub fn zero_copy<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    combiner: &C,
+) {
+    let peers = team.peers.expect("zero copy needs peer memory access");
+    let n = vector_len(bufs);
+    let (me, p) = (team.rank, team.size);
+    // Step 1: publish where the vectors are.
+    let s = team.next_step();
+    team.set_word(INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
+    team.set_word(OUTPUT, bufs.recv.as_mut_ptr() as u64);
+    team.publish(s);
+    team.wait_all_ready(s);
+    // This rank's slice, in sub-chunks: read the peers' parts, combine,
+    // write the result where it belongs. Scratch: this rank's own part (a
+    // copy, as it may be the output too), a result buffer, then one part
+    // per rank.
+    let (lo, hi) = slice(me, p, n / unit);
+    let sub = (SUB_CHUNK / unit).max(1) * unit;
+    let (own, rest) = bufs.scratch.split_at_mut(sub);
+    let (result, remote) = rest.split_at_mut(sub);
+    let mut at = lo * unit;
+    while at < hi * unit {
+        let len = sub.min(hi * unit - at);
+        for r in (0..p).filter(|&r| r != me) {
+            peers.read(r, team.word(r, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
+        }
+        own[..len].copy_from_slice(&bufs.send.unwrap_or(&*bufs.recv)[at..at + len]);
+        let part = |r: usize| if r == me { &own[..len] } else { &remote[r * sub..r * sub + len] };
+        let out: &mut [u8] =
+            if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
+        fold(p, part, out, combiner);
+        for r in (0..p).filter(|&r| r != me && root.is_none_or(|root| root == r)) {
+            peers.write(r, team.word(r, OUTPUT) as usize + at, out);
+        }
+        at += len;
+    }
+    // Step 2: every rank has read its peers' inputs and written its slice,
+    // so every buffer is final and may be handed back.
+    let t = team.next_step();
+    team.finish(s);
+    team.publish(t);
+    team.wait_all_ready(t);
+    team.finish(t);
+}
+
+/// Scratch bytes [`zero_copy`] needs for `p` ranks.
+pub fn zero_copy_scratch(p: usize) -> usize {
+    (p + 2) * SUB_CHUNK
+}

@@ -1,0 +1,207 @@
+//! The shared segment of a node: where everything lives, and typed access
+//! to it.
+//!
+//! One segment per node communicator, mapped by every rank of the node. It
+//! starts with a header page (the seed-002 set counters, owned by local
+//! rank 0), then one page-aligned block per rank, placed on that rank's
+//! NUMA node by first touch (the owner initialises it):
+//!
+//! ```text
+//! block of rank r:  control page: ready, done (one cache line)
+//!                                 published words (addresses for zero copy)
+//!                                 fragment controls[s] (one line each)
+//!                   chunk area 0 | chunk area 1   (double buffer by step parity)
+//!                   queue: s slots of f bytes    (seed 002's broadcast queue)
+//! ```
+//!
+//! Nothing here is specific to MPI: tests map a segment in a heap buffer
+//! and run ranks as threads.
+
+use std::sync::atomic::AtomicU64;
+
+/// Cache line: every flag has one of its own (no false sharing).
+pub const LINE: usize = 64;
+/// Page: blocks are page-aligned so that each can live on its owner's NUMA
+/// node (placement is per page).
+pub const PAGE: usize = 4096;
+
+const fn round_up(n: usize, to: usize) -> usize {
+    n.div_ceil(to) * to
+}
+
+/// Sizes that fix the segment's layout; the same on every rank of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Ranks on the node.
+    pub ranks: usize,
+    /// Bytes of each of the two chunk areas per rank.
+    pub chunk: usize,
+    /// Broadcast queue: slots per rank and bytes per slot.
+    pub slots: usize,
+    pub slot_bytes: usize,
+    /// Sets the queue is split into (the seed's q).
+    pub sets: usize,
+}
+
+/// Words a rank publishes for its peers during a call (buffer addresses
+/// and lengths for zero copy).
+pub const PUBLISHED: usize = 6;
+
+/// The first cache lines of a rank's control page.
+#[repr(C, align(64))]
+pub struct Control {
+    /// The last step whose data this rank has published.
+    pub ready: AtomicU64,
+    /// The last step this rank has finished reading others' data for.
+    pub done: AtomicU64,
+    _pad: [u64; 6],
+    /// Published words (own line).
+    pub words: [AtomicU64; PUBLISHED],
+    _pad2: [u64; 2],
+}
+
+/// A seed-002 set counter pair: the operation that filled the set last,
+/// and how many readers are still using it. Each in its own line.
+#[repr(C, align(64))]
+pub struct SetControl {
+    pub op: AtomicU64,
+    _pad: [u64; 7],
+    pub readers: AtomicU64,
+    _pad2: [u64; 7],
+}
+
+/// One line holding one flag (a fragment control of seed 002).
+#[repr(C, align(64))]
+pub struct Flag {
+    pub value: AtomicU64,
+    _pad: [u64; 7],
+}
+
+impl Geometry {
+    pub fn header_bytes(&self) -> usize {
+        round_up(self.sets * std::mem::size_of::<SetControl>(), PAGE)
+    }
+
+    fn control_bytes(&self) -> usize {
+        round_up(std::mem::size_of::<Control>() + self.slots * LINE, PAGE)
+    }
+
+    fn chunk_bytes(&self) -> usize {
+        round_up(self.chunk, PAGE)
+    }
+
+    /// Bytes of one rank's block.
+    pub fn block_bytes(&self) -> usize {
+        self.control_bytes() + 2 * self.chunk_bytes() + round_up(self.slots * self.slot_bytes, PAGE)
+    }
+
+    /// Bytes of the whole segment.
+    pub fn total_bytes(&self) -> usize {
+        self.header_bytes() + self.ranks * self.block_bytes()
+    }
+
+    /// Offset of rank `r`'s block.
+    pub fn block(&self, r: usize) -> usize {
+        debug_assert!(r < self.ranks);
+        self.header_bytes() + r * self.block_bytes()
+    }
+
+    pub fn fragment_controls(&self, r: usize) -> usize {
+        self.block(r) + std::mem::size_of::<Control>()
+    }
+
+    pub fn chunk_area(&self, r: usize, parity: u64) -> usize {
+        self.block(r) + self.control_bytes() + (parity as usize % 2) * self.chunk_bytes()
+    }
+
+    pub fn queue_slot(&self, r: usize, slot: usize) -> usize {
+        debug_assert!(slot < self.slots);
+        self.block(r) + self.control_bytes() + 2 * self.chunk_bytes() + slot * self.slot_bytes
+    }
+}
+
+/// A mapped segment: its base address and geometry. The mapping outlives
+/// every use (it is unmapped only when the communicator is freed).
+#[derive(Clone, Copy, Debug)]
+pub struct Segment {
+    base: *mut u8,
+    pub geo: Geometry,
+}
+
+// SAFETY: the segment is shared memory by design: every access to it goes
+// through atomics or through regions that the step protocol hands to one
+// writer at a time.
+unsafe impl Send for Segment {}
+// SAFETY: as above.
+unsafe impl Sync for Segment {}
+
+impl Segment {
+    /// # Safety
+    /// `base` points to `geo.total_bytes()` bytes, page-aligned, mapped and
+    /// zero-initialised, that stay mapped while the segment is used.
+    pub unsafe fn new(base: *mut u8, geo: Geometry) -> Segment {
+        debug_assert_eq!(base as usize % PAGE, 0);
+        Segment { base, geo }
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    fn at<T>(&self, offset: usize) -> &T {
+        debug_assert!(offset + std::mem::size_of::<T>() <= self.geo.total_bytes());
+        debug_assert_eq!(offset % std::mem::align_of::<T>(), 0);
+        // SAFETY: in bounds and aligned (layout above); the types placed
+        // here are atomics, valid for any bit pattern including zero.
+        unsafe { &*(self.base.add(offset) as *const T) }
+    }
+
+    pub fn control(&self, r: usize) -> &Control {
+        self.at(self.geo.block(r))
+    }
+
+    pub fn set_control(&self, set: usize) -> &SetControl {
+        self.at(set * std::mem::size_of::<SetControl>())
+    }
+
+    pub fn fragment_control(&self, r: usize, slot: usize) -> &Flag {
+        self.at(self.geo.fragment_controls(r) + slot * LINE)
+    }
+
+    /// Rank `r`'s chunk area for steps of this parity.
+    pub fn chunk_area(&self, r: usize, parity: u64) -> *mut u8 {
+        // SAFETY: within the mapping (layout above).
+        unsafe { self.base.add(self.geo.chunk_area(r, parity)) }
+    }
+
+    pub fn queue_slot(&self, r: usize, slot: usize) -> *mut u8 {
+        // SAFETY: within the mapping (layout above).
+        unsafe { self.base.add(self.geo.queue_slot(r, slot)) }
+    }
+
+    /// The byte range of rank `r`'s block (for first touch and placement).
+    pub fn block_range(&self, r: usize) -> (*mut u8, usize) {
+        // SAFETY: within the mapping.
+        (unsafe { self.base.add(self.geo.block(r)) }, self.geo.block_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_page_aligned_and_disjoint() {
+        let geo = Geometry { ranks: 3, chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
+        assert_eq!(std::mem::size_of::<Control>(), 2 * LINE);
+        assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
+        for r in 0..3 {
+            assert_eq!(geo.block(r) % PAGE, 0);
+            assert!(geo.fragment_controls(r) + 64 * LINE <= geo.chunk_area(r, 0));
+            assert!(geo.chunk_area(r, 0) + geo.chunk <= geo.chunk_area(r, 1));
+            assert!(geo.chunk_area(r, 1) + geo.chunk <= geo.queue_slot(r, 0));
+            assert!(geo.queue_slot(r, 63) + 8192 <= geo.block(r) + geo.block_bytes());
+        }
+        assert_eq!(geo.total_bytes(), geo.block(2) + geo.block_bytes());
+    }
+}

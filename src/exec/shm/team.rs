@@ -1,0 +1,161 @@
+//! The ranks of one node working through a shared segment, and the step
+//! protocol that keeps them from reading data too early or overwriting it
+//! too soon.
+//!
+//! Every rank numbers its steps the same way (calls run in the same order
+//! everywhere and each algorithm takes a number of steps that depends only
+//! on what all ranks know). A step's data goes to the writer's chunk area
+//! of the step's parity:
+//! - before writing it for step `s`, a rank waits until every rank is
+//!   `done` with step `s - 2`, the last one that used that area;
+//! - it publishes with `ready = s` (a release store: the data before the
+//!   flag), readers wait for `ready >= s` (an acquire load: the flag
+//!   before the data);
+//! - when a rank has read all it needs of step `s`, it stores `done = s`
+//!   (release: its reads before the writer's next overwrite, which
+//!   acquires).
+//!
+//! Waiting spins, then yields, then naps ([`Backoff`]).
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use super::segment::{Segment, PUBLISHED};
+use crate::exec::wait::Backoff;
+
+/// Copies between this process and a peer's address space (Linux cross
+/// memory attach, or plain copies when the ranks are threads).
+pub trait PeerMemory: Sync {
+    /// Copies `into.len()` bytes from address `from` of rank `peer`.
+    fn read(&self, peer: usize, from: usize, into: &mut [u8]);
+    /// Copies `from` to address `to` of rank `peer`.
+    fn write(&self, peer: usize, to: usize, from: &[u8]);
+}
+
+/// What one rank remembers of the protocol between calls.
+#[derive(Debug, Default)]
+pub struct TeamState {
+    /// The last step taken.
+    pub step: u64,
+    /// Every rank is known to be done with this step.
+    pub known_done: u64,
+    /// Seed 002's count of queue sets used (the same on every rank).
+    pub queue_op: u64,
+}
+
+/// One rank's view of its node for one call.
+pub struct Team<'a> {
+    /// This rank on the node, and the node's ranks.
+    pub rank: usize,
+    pub size: usize,
+    pub seg: &'a Segment,
+    /// Zero-copy access to peers' buffers, where the system allows it.
+    pub peers: Option<&'a dyn PeerMemory>,
+    pub state: &'a mut TeamState,
+}
+
+impl Team<'_> {
+    /// Starts the next step; returns its number.
+    pub fn next_step(&mut self) -> u64 {
+        self.state.step += 1;
+        self.state.step
+    }
+
+    /// This rank's chunk area for step `s` (writable only after
+    /// [`Team::writable`]).
+    pub fn my_area(&self, s: u64) -> *mut u8 {
+        self.seg.chunk_area(self.rank, s)
+    }
+
+    /// Rank `r`'s chunk area for step `s` (readable after
+    /// [`Team::wait_ready`]).
+    pub fn area(&self, r: usize, s: u64) -> *const u8 {
+        self.seg.chunk_area(r, s)
+    }
+
+    /// The first `len` bytes of rank `r`'s area of step `s`, to read.
+    pub fn area_bytes(&self, r: usize, s: u64, len: usize) -> &[u8] {
+        assert!(len <= self.seg.geo.chunk);
+        // SAFETY: within the segment; the step protocol guarantees that
+        // nobody writes this area between `r`'s publish of `s` (which the
+        // caller waited for) and this rank's `finish(s)`.
+        unsafe { std::slice::from_raw_parts(self.area(r, s), len) }
+    }
+
+    /// The first `len` bytes of this rank's area of step `s`, to write.
+    #[allow(clippy::mut_from_ref)]
+    pub fn my_area_bytes(&self, s: u64, len: usize) -> &mut [u8] {
+        assert!(len <= self.seg.geo.chunk);
+        // SAFETY: within the segment; after `writable(s)` no one reads this
+        // area until this rank publishes `s`, and only this rank writes it.
+        unsafe { std::slice::from_raw_parts_mut(self.my_area(s), len) }
+    }
+
+    /// Waits until this rank may overwrite its chunk area for step `s`.
+    pub fn writable(&mut self, s: u64) {
+        let need = s.saturating_sub(2);
+        if self.state.known_done >= need {
+            return;
+        }
+        let mut least = u64::MAX;
+        for r in 0..self.size {
+            let done = &self.seg.control(r).done;
+            // Acquire: pairs with the reader's release of `done`, so its
+            // reads of this area happen before the overwrite that follows.
+            Backoff::until(|| done.load(Acquire) >= need);
+            least = least.min(done.load(Relaxed));
+        }
+        self.state.known_done = least;
+    }
+
+    /// Publishes this rank's data of step `s` and its published words.
+    pub fn publish(&self, s: u64) {
+        // Release: the area's bytes and the words written before are
+        // visible to whoever acquires `ready >= s`.
+        self.seg.control(self.rank).ready.store(s, Release);
+    }
+
+    /// Sets a published word (visible to peers after the next publish).
+    pub fn set_word(&self, i: usize, value: u64) {
+        debug_assert!(i < PUBLISHED);
+        // Relaxed: ordered by the release store of the following publish.
+        self.seg.control(self.rank).words[i].store(value, Relaxed);
+    }
+
+    /// Rank `r`'s published word (after [`Team::wait_ready`] on `r`).
+    pub fn word(&self, r: usize, i: usize) -> u64 {
+        // Relaxed: ordered by the acquire in wait_ready.
+        self.seg.control(r).words[i].load(Relaxed)
+    }
+
+    /// Waits until rank `r` has published step `s`.
+    pub fn wait_ready(&self, r: usize, s: u64) {
+        let ready = &self.seg.control(r).ready;
+        // Acquire: pairs with `publish`'s release; `r`'s data of step `s`
+        // (and its words) are visible after it.
+        Backoff::until(|| ready.load(Acquire) >= s);
+    }
+
+    /// Waits until every rank has published step `s`. Each has then
+    /// finished its steps before `s`, which [`Team::writable`] can rely on.
+    pub fn wait_all_ready(&self, s: u64) {
+        for r in 0..self.size {
+            self.wait_ready(r, s);
+        }
+    }
+
+    /// This rank has read all it needs of step `s` (and earlier).
+    pub fn finish(&self, s: u64) {
+        // Release: the reads of others' areas happen before any writer
+        // that acquires `done >= s` overwrites them.
+        self.seg.control(self.rank).done.store(s, Release);
+    }
+
+    /// One step that only synchronises: every rank publishes nothing and
+    /// waits for all (a barrier through the segment).
+    pub fn barrier(&mut self) {
+        let s = self.next_step();
+        self.publish(s);
+        self.wait_all_ready(s);
+        self.finish(s);
+    }
+}
