@@ -153,8 +153,9 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     let (me, p) = (team.rank, team.size);
     // Step 1: publish where the vectors are.
     let s = team.next_step();
-    team.set_word(INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
-    team.set_word(OUTPUT, bufs.recv.as_mut_ptr() as u64);
+    team.writable(s);
+    team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
+    team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
     team.publish(s);
     team.wait_all_ready(s);
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
@@ -169,7 +170,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     while at < hi * unit {
         let len = sub.min(hi * unit - at);
         for r in (0..p).filter(|&r| r != me) {
-            peers.read(r, team.word(r, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
+            peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
         }
         own[..len].copy_from_slice(&bufs.send.unwrap_or(&*bufs.recv)[at..at + len]);
         let part = |r: usize| if r == me { &own[..len] } else { &remote[r * sub..r * sub + len] };
@@ -177,7 +178,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
             if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
         fold(p, part, out, combiner);
         for r in (0..p).filter(|&r| r != me && root.is_none_or(|root| root == r)) {
-            peers.write(r, team.word(r, OUTPUT) as usize + at, out);
+            peers.write(r, team.word(r, s, OUTPUT) as usize + at, out);
         }
         at += len;
     }

@@ -55,9 +55,10 @@ pub struct Control {
     /// The last step this rank has finished reading others' data for.
     pub done: AtomicU64,
     _pad: [u64; 6],
-    /// Published words (own line).
-    pub words: [AtomicU64; PUBLISHED],
-    _pad2: [u64; 2],
+    /// Published words, one set per step parity like the chunk areas
+    /// (a line each).
+    pub words: [[AtomicU64; PUBLISHED]; 2],
+    _pad2: [u64; 4],
 }
 
 /// A seed-002 set counter pair: the operation that filled the set last,
@@ -193,7 +194,7 @@ mod tests {
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
         let geo = Geometry { ranks: 3, chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
-        assert_eq!(std::mem::size_of::<Control>(), 2 * LINE);
+        assert_eq!(std::mem::size_of::<Control>(), 3 * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);

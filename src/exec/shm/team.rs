@@ -114,17 +114,19 @@ impl Team<'_> {
         self.seg.control(self.rank).ready.store(s, Release);
     }
 
-    /// Sets a published word (visible to peers after the next publish).
-    pub fn set_word(&self, i: usize, value: u64) {
+    /// Sets word `i` of step `s` (after [`Team::writable`] for `s`: the
+    /// words of a parity are reused like its area), visible to peers after
+    /// the publish of `s`.
+    pub fn set_word(&self, s: u64, i: usize, value: u64) {
         debug_assert!(i < PUBLISHED);
         // Relaxed: ordered by the release store of the following publish.
-        self.seg.control(self.rank).words[i].store(value, Relaxed);
+        self.seg.control(self.rank).words[s as usize % 2][i].store(value, Relaxed);
     }
 
-    /// Rank `r`'s published word (after [`Team::wait_ready`] on `r`).
-    pub fn word(&self, r: usize, i: usize) -> u64 {
+    /// Rank `r`'s word `i` of step `s` (after [`Team::wait_ready`] on `r`).
+    pub fn word(&self, r: usize, s: u64, i: usize) -> u64 {
         // Relaxed: ordered by the acquire in wait_ready.
-        self.seg.control(r).words[i].load(Relaxed)
+        self.seg.control(r).words[s as usize % 2][i].load(Relaxed)
     }
 
     /// Waits until rank `r` has published step `s`.

@@ -61,8 +61,19 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
                     let mut team = Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state };
                     body(rank, &mut team);
                 });
-                if std::panic::catch_unwind(run).is_err() {
-                    eprintln!("rank {rank} of {p} panicked (above); the other ranks would wait for ever");
+                if let Err(panic) = std::panic::catch_unwind(run) {
+                    let msg = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    // Straight to stderr: the test harness's capture of
+                    // printed output would be lost with the exit.
+                    let _ = std::io::Write::write_all(
+                        &mut std::io::stderr(),
+                        format!("rank {rank} of {p} panicked: {msg}\n(the other ranks would wait for ever)\n")
+                            .as_bytes(),
+                    );
                     std::process::exit(101);
                 }
             });
@@ -71,8 +82,9 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
     drop(heap);
 }
 
-/// Small areas, so that chunk loops run in the tests.
-pub(super) const TEST_GEO: Geometry = Geometry { ranks: 0, chunk: 96, slots: 8, slot_bytes: 40, sets: 2 };
+/// Small areas, so that chunk loops run in the tests (but room for the
+/// zero-copy Gatherv layout of 8 ranks).
+pub(super) const TEST_GEO: Geometry = Geometry { ranks: 0, chunk: 136, slots: 8, slot_bytes: 40, sets: 2 };
 
 /// Elements are `(lo, hi)` pairs of u32; `a ∘ b` is `(a.lo, b.hi)` when
 /// `a.hi + 1 == b.lo`, and poison otherwise: only every contribution once,
@@ -203,5 +215,83 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
         for v in per_rank.lock().unwrap().iter() {
             assert_eq!(*v, first, "rank {r}");
         }
+    }
+}
+
+#[test]
+fn broadcasts_deliver_every_byte_across_many_calls() {
+    use super::bcast::{self, Tree};
+    for p in [1, 2, 3, 4, 6, 8] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 31 + rank as u64);
+            let mut plan = Rng(p as u64 + 1000);
+            for call in 0..150 {
+                let algo = plan.below(6);
+                let n = [1, 7, 39, 40, 41, 96, 97, 200, 333, 1000][plan.below(10)];
+                let root = plan.below(p);
+                let fragment = [0, 1, 13, 40][plan.below(4)];
+                let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
+                let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                jitter(&mut rng);
+                match algo {
+                    0 => bcast::pipeline(team, &mut data, root),
+                    1 => bcast::queue(team, &mut data, root, fragment, Tree::Flat),
+                    2 => bcast::queue(team, &mut data, root, fragment, Tree::Chain),
+                    3 => bcast::queue(team, &mut data, root, fragment, Tree::Kary(2)),
+                    4 => bcast::queue(team, &mut data, root, fragment, Tree::Knomial(3)),
+                    _ => bcast::zero_copy(team, &mut data, root),
+                }
+                assert_eq!(data, want, "p={p} rank={rank} call={call} algo={algo} n={n} root={root}");
+            }
+        });
+    }
+}
+
+#[test]
+fn gathers_put_every_block_in_place_across_many_calls() {
+    use super::gatherv::{self, Gather};
+    use crate::sim::check::random_layout;
+    for p in [1, 2, 3, 5, 8] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 77 + rank as u64);
+            let mut plan = Rng(p as u64 + 500);
+            for call in 0..100 {
+                let zero_copy = plan.below(2) == 0;
+                let root = plan.below(p);
+                let in_place = plan.below(3) == 0;
+                let layout = random_layout(p, [3, 40, 250][plan.below(3)], plan.next_u64());
+                let byte = |r: usize, i: usize| (r * 37 + i * 11 + call) as u8;
+                let (off, len) = layout.blocks[rank];
+                let block: Vec<u8> = (0..len).map(|i| byte(rank, i)).collect();
+                let extent = layout.blocks.iter().map(|&(o, l)| o + l).max().unwrap_or(0) + 2;
+                let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
+                if rank == root && in_place {
+                    recv[off..off + len].copy_from_slice(&block);
+                }
+                let none = Default::default();
+                let mut g = Gather {
+                    send: if rank == root && in_place { &[] } else { &block },
+                    recv: &mut recv,
+                    layout: if rank == root { &layout } else { &none },
+                    root,
+                    in_place: rank == root && in_place,
+                };
+                jitter(&mut rng);
+                if zero_copy {
+                    gatherv::zero_copy(team, &mut g);
+                } else {
+                    gatherv::copy_in(team, &mut g);
+                }
+                if rank == root {
+                    let mut want = vec![0xEE; extent];
+                    for (r, &(o, l)) in layout.blocks.iter().enumerate() {
+                        for i in 0..l {
+                            want[o + i] = byte(r, i);
+                        }
+                    }
+                    assert_eq!(recv, want, "p={p} call={call} zero_copy={zero_copy} root={root} in_place={in_place}");
+                }
+            }
+        });
     }
 }

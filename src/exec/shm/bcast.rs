@@ -1,0 +1,235 @@
+//! Bcast within a node.
+//!
+//! - **pipeline**: the root copies the message chunk by chunk into its two
+//!   chunk areas (alternating), the others copy each chunk out as soon as
+//!   it is published: copy-in and copy-out overlap, two chunks deep.
+//! - **queue** (seed 002, the paper's algorithm as published): the root's
+//!   queue of `s` slots of `f` bytes, split into `q` sets; the root copies
+//!   fragments into its slots and notifies its children in a tree (flat,
+//!   chain, k-ary, k-nomial) through their fragment controls; a child
+//!   forwards each notification to its own children before copying the
+//!   fragment out of the root's slot; a set is reused once all its readers
+//!   have counted themselves out. The fragment size follows the paper's
+//!   model: `f* = sqrt(m t_w / (⌈m/b⌉ t))`, `b = s f` the queue, with the
+//!   paper's ratio `t_w / t = 50` bytes, rounded up to a page.
+//! - **zero copy** (large messages): the root and the readers publish
+//!   their buffers; reader `j` reads all but the last `1/p` of the message
+//!   straight from the root's buffer while the root writes that last part
+//!   into reader `j`: every rank copies about `(p-1)/p` of the message, at
+//!   the same time. With two ranks each copies half.
+//!
+//! Trace, queue, p = 3 flat, 3 fragments, s = 4, q = 2: the root takes set
+//! 0 (slots 0, 1), copies a, notifies 1 and 2 (controls[0] = |a|), copies
+//! b, notifies; takes set 1 (slot 2) for c. Ranks 1 and 2 wait for set 0's
+//! operation, copy a and b out, count out of set 0, then set 1.
+//!
+//! Limitations: one node. Memory: the segment. Cost (queue, per the paper):
+//! `⌈m/b⌉ (t_wo + t_a) + t_w ⌈m/f⌉ + m t`, the message moving once in and
+//! once out; zero copy: `(p-1)/p m t` on every rank in parallel.
+//! Seed: 002 (the queue, sets, control blocks, notification trees, the
+//! model for f and s).
+
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+use super::team::Team;
+use crate::core::pattern::{kary_children, knomial_children};
+use crate::exec::wait::Backoff;
+
+/// How notifications travel from the root in the queue broadcast.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tree {
+    Flat,
+    Chain,
+    Kary(usize),
+    Knomial(usize),
+}
+
+impl Tree {
+    /// `rel`'s children among `p` ranks relative to the root.
+    fn children(self, rel: usize, p: usize) -> Vec<usize> {
+        match self {
+            Tree::Flat if rel == 0 => (1..p).collect(),
+            Tree::Flat => vec![],
+            Tree::Chain => kary_children(rel, p, 1).collect(),
+            Tree::Kary(k) => kary_children(rel, p, k).collect(),
+            Tree::Knomial(k) => knomial_children(rel, p, k).collect(),
+        }
+    }
+
+    #[cfg(test)]
+    fn parent(self, rel: usize) -> Option<usize> {
+        use crate::core::pattern::{kary_parent, knomial_parent};
+        match self {
+            Tree::Flat => (rel > 0).then_some(0),
+            Tree::Chain => kary_parent(rel, 1),
+            Tree::Kary(k) => kary_parent(rel, k),
+            Tree::Knomial(k) => knomial_parent(rel, k),
+        }
+    }
+}
+
+/// The pipeline through the chunk areas. `data` is the whole message at
+/// every rank (the root's to send, the others' to fill).
+pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+    let chunk = team.seg.geo.chunk;
+    let mut off = 0;
+    while off < data.len() {
+        let len = chunk.min(data.len() - off);
+        let s = team.next_step();
+        if team.rank == root {
+            team.writable(s);
+            team.my_area_bytes(s, len).copy_from_slice(&data[off..off + len]);
+            team.publish(s);
+        } else {
+            team.wait_ready(root, s);
+            data[off..off + len].copy_from_slice(team.area_bytes(root, s, len));
+        }
+        team.finish(s);
+        off += len;
+    }
+}
+
+/// The paper's ratio of notification wait to per-byte copy time.
+const WAIT_PER_BYTE: f64 = 50.0;
+
+/// Seed 002's fragment size for a message of `m` bytes through a queue of
+/// `queue` bytes: `sqrt(m t_w / (⌈m/b⌉ t))`, up to a page multiple, at
+/// most `max`.
+pub fn model_fragment(m: usize, queue: usize, max: usize) -> usize {
+    let rounds = m.div_ceil(queue.max(1)).max(1) as f64;
+    let f = (m as f64 * WAIT_PER_BYTE / rounds).sqrt() as usize;
+    f.div_ceil(super::segment::PAGE).max(1).saturating_mul(super::segment::PAGE).min(max)
+}
+
+/// The queue broadcast, as in the paper's pseudo-code. `fragment` bytes per
+/// slot (at most the slot size; 0 for the model's), notifications down
+/// `tree`.
+pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) {
+    let geo = team.seg.geo;
+    let (p, me) = (team.size, team.rank);
+    let (slots, sets) = (geo.slots, geo.sets.clamp(1, geo.slots));
+    let per_set = slots / sets;
+    let f = if fragment == 0 { model_fragment(data.len(), slots * geo.slot_bytes, geo.slot_bytes) } else { fragment };
+    let f = f.clamp(1, geo.slot_bytes);
+    let rel = (me + p - root) % p;
+    let children: Vec<usize> = tree.children(rel, p).into_iter().map(|c| (c + root) % p).collect();
+    let notify = |index: usize, size: u64| {
+        for &child in &children {
+            // Release: for the root, its copy into the slot happens before
+            // the child reads the slot; for a forwarding rank, the release
+            // passes on what it acquired from its parent.
+            team.seg.fragment_control(child, index).value.store(size, Release);
+        }
+    };
+    let mut sent = 0;
+    while sent < data.len() {
+        let set = (team.state.queue_op % sets as u64) as usize;
+        let op = team.state.queue_op;
+        team.state.queue_op += 1;
+        let counters = team.seg.set_control(set);
+        let mut index = set * per_set;
+        if me == root {
+            // Acquire: the readers' copies out of this set (before their
+            // release of the counter) happen before it is refilled.
+            Backoff::until(|| counters.readers.load(Acquire) == 0);
+            counters.readers.store(p as u64 - 1, Relaxed);
+            // Release: the reader count above is in place before any
+            // reader, having acquired the set's operation, counts out.
+            counters.op.store(op + 1, Release);
+            while index < (set + 1) * per_set && sent < data.len() {
+                let len = f.min(data.len() - sent);
+                // SAFETY: the root's slot `index` holds slot_bytes >= len
+                // bytes, and no reader uses this set until notified below.
+                let slot = unsafe { std::slice::from_raw_parts_mut(team.seg.queue_slot(root, index), len) };
+                slot.copy_from_slice(&data[sent..sent + len]);
+                notify(index, len as u64);
+                sent += len;
+                index += 1;
+            }
+        } else {
+            // Acquire: pairs with the root's release of the operation.
+            Backoff::until(|| counters.op.load(Acquire) == op + 1);
+            while index < (set + 1) * per_set && sent < data.len() {
+                let control = &team.seg.fragment_control(me, index).value;
+                // Acquire: the parent's notification, and through it the
+                // root's copy into the slot, happen before the copy out.
+                Backoff::until(|| control.load(Acquire) > 0);
+                let len = control.load(Relaxed) as usize;
+                // Relaxed: the reset happens before this rank counts out of
+                // the set (release below), which the next use waits for.
+                control.store(0, Relaxed);
+                notify(index, len as u64);
+                // SAFETY: the root filled `len` bytes of its slot `index`
+                // before notifying (acquired above) and will not refill it
+                // before this rank counts out of the set.
+                let slot = unsafe { std::slice::from_raw_parts(team.seg.queue_slot(root, index), len) };
+                data[sent..sent + len].copy_from_slice(slot);
+                sent += len;
+                index += 1;
+            }
+            // AcqRel: this rank's copies out of the set happen before the
+            // root, acquiring a count of zero, refills it.
+            counters.readers.fetch_sub(1, AcqRel);
+        }
+    }
+}
+
+/// Published word of the zero-copy broadcast: the buffer's address.
+const BUFFER: usize = 0;
+
+/// The zero-copy broadcast; the team must have [`Team::peers`].
+pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+    let peers = team.peers.expect("zero copy needs peer memory access");
+    let (p, me, n) = (team.size, team.rank, data.len());
+    let s = team.next_step();
+    team.writable(s);
+    team.set_word(s, BUFFER, data.as_mut_ptr() as u64);
+    team.publish(s);
+    team.wait_all_ready(s);
+    // The root writes the last 1/p into each reader; the readers read the
+    // rest from the root.
+    let split = n - n / p;
+    if me == root {
+        for r in (0..p).filter(|&r| r != root) {
+            peers.write(r, team.word(r, s, BUFFER) as usize + split, &data[split..]);
+        }
+    } else {
+        peers.read(root, team.word(root, s, BUFFER) as usize, &mut data[..split]);
+    }
+    let t = team.next_step();
+    team.finish(s);
+    team.publish(t);
+    team.wait_all_ready(t);
+    team.finish(t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trees_reach_everyone_once() {
+        for tree in [Tree::Flat, Tree::Chain, Tree::Kary(2), Tree::Kary(4), Tree::Knomial(2), Tree::Knomial(3)] {
+            for p in 1..40 {
+                let mut seen = vec![0; p];
+                for rel in 0..p {
+                    for c in tree.children(rel, p) {
+                        assert_eq!(tree.parent(c), Some(rel), "{tree:?} p={p}");
+                        seen[c] += 1;
+                    }
+                }
+                assert!(seen[1..].iter().all(|&n| n == 1), "{tree:?} p={p}");
+            }
+        }
+    }
+
+    #[test]
+    fn model_fragment_is_a_page_multiple_near_the_papers_values() {
+        // The paper: 8-12 KiB fragments for 16 MiB through a 4 MiB queue.
+        let f = model_fragment(16 << 20, 4 << 20, 64 << 10);
+        assert!((8 << 10..=16 << 10).contains(&f), "{f}");
+        assert_eq!(f % 4096, 0);
+        assert_eq!(model_fragment(100, 1 << 20, 1 << 20), 4096);
+        assert_eq!(model_fragment(64 << 20, 512 << 10, 8192), 8192);
+    }
+}
