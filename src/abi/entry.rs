@@ -7,7 +7,7 @@ use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
 use super::{comm, gatherv, shim};
 use crate::algos::{Algorithm, Params};
-use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::call::{CallDesc, GatherLayout, Topo};
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner, NoReduction};
 use crate::select::{self, Decision};
@@ -221,7 +221,17 @@ pub(super) fn reduction(
     if is_root && sendbuf == recvbuf.cast_const() {
         return Forward("send and receive buffers alias");
     }
-    let desc = CallDesc { coll, rank, size, root, bytes, unit: red.unit, commutative: red.commutative, in_place };
+    let desc = CallDesc {
+        coll,
+        rank,
+        size,
+        root,
+        bytes,
+        unit: red.unit,
+        commutative: red.commutative,
+        in_place,
+        topo: Topo::default(),
+    };
     let call = match plan(desc.clone(), select::decide(&rt.cfg, &desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
@@ -372,7 +382,17 @@ pub(super) fn bcast(
         return Forward("null buffer");
     }
     let root = root as usize;
-    let desc = CallDesc { coll: Coll::Bcast, rank, size, root, bytes, unit: 1, commutative: true, in_place: false };
+    let desc = CallDesc {
+        coll: Coll::Bcast,
+        rank,
+        size,
+        root,
+        bytes,
+        unit: 1,
+        commutative: true,
+        in_place: false,
+        topo: Topo::default(),
+    };
     let call = match plan(desc.clone(), select::decide(&rt.cfg, &desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),

@@ -16,7 +16,7 @@ use super::entry::{comm_shape, execute, in_place, pack, plan, unpack, Outcome};
 use super::handles::{self, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::check;
-use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::call::{CallDesc, GatherLayout, Topo};
 use crate::core::types::Coll;
 use crate::exec::NoReduction;
 use crate::select::config::GathervMode;
@@ -169,8 +169,17 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
         return Forward("null buffer");
     }
-    let desc =
-        CallDesc { coll: Coll::Gatherv, rank, size, root, bytes: my_bytes, unit: 1, commutative: true, in_place };
+    let desc = CallDesc {
+        coll: Coll::Gatherv,
+        rank,
+        size,
+        root,
+        bytes: my_bytes,
+        unit: 1,
+        commutative: true,
+        in_place,
+        topo: Topo::default(),
+    };
 
     // The decision, and the layout this rank builds its schedule from.
     let decide = |bytes| select::decide(&rt.cfg, &desc, bytes);

@@ -34,6 +34,7 @@ pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Sched
 mod tests {
     use super::*;
     use crate::algos::find;
+    use crate::core::call::Topo;
     use crate::core::types::Coll;
     use crate::sim::check::{check, Case};
 
@@ -49,6 +50,7 @@ mod tests {
                 unit: 1,
                 commutative: true,
                 in_place: false,
+                topo: Topo::default(),
             };
             build(&desc, &Params(vec![1024]), &GatherLayout::default())
         };

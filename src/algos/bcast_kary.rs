@@ -50,12 +50,22 @@ pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Sched
 mod tests {
     use super::*;
     use crate::algos::find;
+    use crate::core::call::Topo;
     use crate::core::types::Coll;
     use crate::sim::check::{check, Case};
 
     fn sched(rank: usize, size: usize, bytes: usize, k: u64, seg: u64) -> Schedule {
-        let desc =
-            CallDesc { coll: Coll::Bcast, rank, size, root: 0, bytes, unit: 1, commutative: true, in_place: false };
+        let desc = CallDesc {
+            coll: Coll::Bcast,
+            rank,
+            size,
+            root: 0,
+            bytes,
+            unit: 1,
+            commutative: true,
+            in_place: false,
+            topo: Topo::default(),
+        };
         build(&desc, &Params(vec![k, seg]), &GatherLayout::default())
     }
 

@@ -42,12 +42,23 @@ pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Sched
 mod tests {
     use super::*;
     use crate::algos::find;
+    use crate::core::call::Topo;
     use crate::core::pattern::tree_height;
     use crate::core::types::Coll;
     use crate::sim::check::{check, Case};
 
     fn desc(rank: usize, size: usize, root: usize, bytes: usize) -> CallDesc {
-        CallDesc { coll: Coll::Bcast, rank, size, root, bytes, unit: 1, commutative: true, in_place: false }
+        CallDesc {
+            coll: Coll::Bcast,
+            rank,
+            size,
+            root,
+            bytes,
+            unit: 1,
+            commutative: true,
+            in_place: false,
+            topo: Topo::default(),
+        }
     }
 
     #[test]

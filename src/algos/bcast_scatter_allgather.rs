@@ -197,6 +197,7 @@ fn append_short_half(b: &mut Builder, r: &Ranks, pieces: &Pieces, lo: usize, m: 
 mod tests {
     use super::*;
     use crate::algos::find;
+    use crate::core::call::Topo;
     use crate::core::types::Coll;
     use crate::sim::check::{check, Case};
 
@@ -217,6 +218,7 @@ mod tests {
                     unit: 1,
                     commutative: true,
                     in_place: false,
+                    topo: Topo::default(),
                 };
                 build(&desc, &Params::default(), &GatherLayout::default())
             })

@@ -137,6 +137,7 @@ fn non_root(b: &mut Builder, desc: &CallDesc, layout: &GatherLayout) {
 mod tests {
     use super::*;
     use crate::algos::find;
+    use crate::core::call::Topo;
     use crate::core::schedule::Local;
     use crate::core::types::Coll;
     use crate::sim::check::{check, random_layout, runs_layout, Case};
@@ -153,6 +154,7 @@ mod tests {
                     unit: 1,
                     commutative: true,
                     in_place: in_place && rank == root,
+                    topo: Topo::default(),
                 };
                 build(&desc, &Params::default(), layout)
             })

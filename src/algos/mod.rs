@@ -1,8 +1,9 @@
 //! The algorithms: each a pure function from a call descriptor (and its
-//! parameters) to the calling rank's schedule. [`ALGORITHMS`] is the
-//! registry that configuration, selection, the simulator and the test
-//! runner all read, so an algorithm added here is forceable, tested and
-//! listed everywhere at once.
+//! parameters) to the calling rank's schedule, or a node algorithm (shared
+//! memory within a node, exec::shm). [`ALGORITHMS`] is the registry that
+//! configuration, selection, the simulator and the test runner all read,
+//! so an algorithm added here is forceable, tested and listed everywhere
+//! at once.
 
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
@@ -14,6 +15,7 @@ mod bcast_scatter_allgather;
 mod bcast_tree;
 mod gatherv_binomial;
 mod gatherv_linear;
+mod node;
 mod rabenseifner;
 mod reduce_binomial;
 mod reduce_tree;
@@ -22,6 +24,7 @@ mod ring;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
+use crate::exec::shm::NodeFn;
 
 /// One tunable parameter of an algorithm, e.g. a tree fan-out.
 #[derive(Debug)]
@@ -45,13 +48,22 @@ pub type BuildFn = fn(&CallDesc, &Params, &GatherLayout) -> Schedule;
 /// Whether an algorithm can run a call; the error says why not, for the log.
 pub type CheckFn = fn(&CallDesc) -> Result<(), &'static str>;
 
+/// How an algorithm runs.
+#[derive(Clone, Copy)]
+pub enum Impl {
+    /// A schedule of point-to-point transfers (any communicator).
+    Schedule(BuildFn),
+    /// Shared memory within one node.
+    Node(NodeFn),
+}
+
 pub struct Algorithm {
     pub coll: Coll,
     pub name: &'static str,
     pub summary: &'static str,
     pub params: &'static [ParamSpec],
     pub check: CheckFn,
-    pub build: BuildFn,
+    pub imp: Impl,
     /// Gatherv: every rank needs the root's block layout to build its
     /// schedule (a tree forwards other ranks' blocks), not only the root.
     pub layout_everywhere: bool,
@@ -64,9 +76,31 @@ impl std::fmt::Debug for Algorithm {
 }
 
 impl Algorithm {
-    /// An algorithm without parameters that accepts every call.
+    /// A schedule algorithm without parameters that accepts every call.
     pub const fn new(coll: Coll, name: &'static str, summary: &'static str, build: BuildFn) -> Algorithm {
-        Algorithm { coll, name, summary, params: &[], check: any_call, build, layout_everywhere: false }
+        Algorithm {
+            coll,
+            name,
+            summary,
+            params: &[],
+            check: any_call,
+            imp: Impl::Schedule(build),
+            layout_everywhere: false,
+        }
+    }
+
+    /// A node algorithm; it runs where its check (at least "one node with
+    /// a segment") accepts the call.
+    pub const fn node(coll: Coll, name: &'static str, summary: &'static str, run: NodeFn, check: CheckFn) -> Algorithm {
+        Algorithm { coll, name, summary, params: &[], check, imp: Impl::Node(run), layout_everywhere: false }
+    }
+
+    /// The schedule builder, for schedule algorithms.
+    pub fn schedule(&self) -> Option<BuildFn> {
+        match self.imp {
+            Impl::Schedule(build) => Some(build),
+            Impl::Node(_) => None,
+        }
     }
 
     pub const fn with_params(mut self, params: &'static [ParamSpec]) -> Algorithm {
@@ -210,6 +244,83 @@ pub static ALGORITHMS: &[Algorithm] = &[
         gatherv_binomial::build,
     )
     .with_layout_everywhere(),
+    Algorithm::node(
+        Coll::Allreduce,
+        "shm_flat",
+        "one node: every rank combines every rank's vector from shared memory (small vectors)",
+        node::allreduce_flat,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Allreduce,
+        "shm_partition",
+        "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
+        node::allreduce_partition,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Allreduce,
+        "shm_zcopy",
+        "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
+        node::allreduce_zero_copy,
+        node::on_one_node_zero_copy,
+    ),
+    Algorithm::node(
+        Coll::Reduce,
+        "shm_flat",
+        "one node: the root combines every rank's vector from shared memory (small vectors)",
+        node::reduce_flat,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Reduce,
+        "shm_partition",
+        "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
+        node::reduce_partition,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Reduce,
+        "shm_zcopy",
+        "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
+        node::reduce_zero_copy,
+        node::on_one_node_zero_copy,
+    ),
+    Algorithm::node(
+        Coll::Bcast,
+        "shm_pipeline",
+        "one node: through two shared chunks, copy-in and copy-out overlapped",
+        node::bcast_pipeline,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Bcast,
+        "shm_queue",
+        "one node: seed 002's queue of fragments, sets and notification tree (PCOLL_SHM_*)",
+        node::bcast_queue,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Bcast,
+        "shm_zcopy",
+        "one node: straight from the root's buffer, root and readers sharing the copying",
+        node::bcast_zero_copy,
+        node::on_one_node_zero_copy,
+    ),
+    Algorithm::node(
+        Coll::Gatherv,
+        "shm_copy",
+        "one node: blocks through shared memory, the root copying them into place",
+        node::gatherv_copy_in,
+        node::on_one_node_gatherv,
+    ),
+    Algorithm::node(
+        Coll::Gatherv,
+        "shm_zcopy",
+        "one node: every rank writes its block straight into the root's buffer",
+        node::gatherv_zero_copy,
+        node::on_one_node_gatherv_zero_copy,
+    ),
 ];
 
 /// The registered algorithms of one collective, in registry order.

@@ -176,10 +176,21 @@ fn allreduce(desc: &CallDesc, shape: Shape) -> Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::call::Topo;
     use crate::core::types::Coll;
 
     fn desc(rank: usize, size: usize, bytes: usize) -> CallDesc {
-        CallDesc { coll: Coll::Reduce, rank, size, root: 0, bytes, unit: 8, commutative: true, in_place: false }
+        CallDesc {
+            coll: Coll::Reduce,
+            rank,
+            size,
+            root: 0,
+            bytes,
+            unit: 8,
+            commutative: true,
+            in_place: false,
+            topo: Topo::default(),
+        }
     }
 
     #[test]

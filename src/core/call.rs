@@ -27,6 +27,32 @@ pub struct CallDesc {
     pub commutative: bool,
     /// MPI_IN_PLACE: this rank's input already sits in the receive buffer.
     pub in_place: bool,
+    /// How the communicator sits on nodes.
+    pub topo: Topo,
+}
+
+/// What every rank knows of how its communicator sits on nodes (agreed
+/// when pcoll first meets the communicator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Topo {
+    /// Nodes the communicator spans.
+    pub nodes: usize,
+    /// Nodes hold consecutive rank ranges, in node order: node-aware
+    /// reductions then keep rank order.
+    pub contiguous: bool,
+    /// Every node has a shared segment: node algorithms can run.
+    pub shm: bool,
+    /// Zero copy between processes works on every node.
+    pub zcopy: bool,
+    /// Bytes of a segment's chunk area.
+    pub chunk: usize,
+}
+
+impl Default for Topo {
+    /// One node without a segment (the simulator's view).
+    fn default() -> Topo {
+        Topo { nodes: 1, contiguous: true, shm: false, zcopy: false, chunk: 0 }
+    }
 }
 
 impl CallDesc {

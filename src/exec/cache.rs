@@ -95,7 +95,8 @@ impl ScheduleCache {
             return Arc::clone(&e.schedule);
         }
         self.builds += 1;
-        let schedule = Arc::new((algo.build)(desc, params, layout));
+        let build = algo.schedule().expect("a schedule algorithm");
+        let schedule = Arc::new(build(desc, params, layout));
         if self.entries.len() >= CAPACITY {
             self.entries.clear();
         }
@@ -116,6 +117,7 @@ impl ScheduleCache {
 mod tests {
     use super::*;
     use crate::algos;
+    use crate::core::call::Topo;
     use crate::core::types::Coll;
 
     #[test]
@@ -130,6 +132,7 @@ mod tests {
             unit: 8,
             commutative: true,
             in_place: false,
+            topo: Topo::default(),
         };
         let mut cache = ScheduleCache::default();
         let none = GatherLayout::default();

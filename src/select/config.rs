@@ -64,6 +64,66 @@ pub enum GathervMode {
     Aggressive,
 }
 
+/// How the queue broadcast (seed 002) notifies: PCOLL_SHM_TREE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShmTree {
+    Flat,
+    Chain,
+    Kary,
+    Knomial,
+}
+
+/// The node layer: PCOLL_SHM* and PCOLL_RANKS_PER_NODE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShmConfig {
+    /// PCOLL_SHM: use shared memory within nodes at all.
+    pub enable: bool,
+    /// PCOLL_SHM_ZCOPY: copy straight between processes where the system
+    /// allows it (cross-memory attach).
+    pub zcopy: bool,
+    /// PCOLL_RANKS_PER_NODE: treat consecutive groups of this many ranks
+    /// (of MPI_COMM_WORLD) as separate nodes.
+    pub ranks_per_node: Option<usize>,
+    /// PCOLL_SHM_CHUNK: bytes of each of a rank's two chunk areas.
+    pub chunk: usize,
+    /// PCOLL_SHM_SLOTS, PCOLL_SHM_FRAGMENT, PCOLL_SHM_SETS: seed 002's
+    /// queue: slots per rank, fragment bytes (0: the paper's model per
+    /// message, up to 16 KiB), sets.
+    pub slots: usize,
+    pub fragment: usize,
+    pub sets: usize,
+    /// PCOLL_SHM_TREE, PCOLL_SHM_TREE_K: the queue's notification tree.
+    pub tree: ShmTree,
+    pub tree_k: usize,
+}
+
+impl Default for ShmConfig {
+    fn default() -> Self {
+        ShmConfig {
+            enable: true,
+            zcopy: true,
+            ranks_per_node: None,
+            chunk: 64 << 10,
+            slots: 64,
+            fragment: 0,
+            sets: 2,
+            tree: ShmTree::Kary,
+            tree_k: 4,
+        }
+    }
+}
+
+impl ShmConfig {
+    /// Bytes of one queue slot: the fixed fragment, or room for the model's.
+    pub fn slot_bytes(&self) -> usize {
+        if self.fragment > 0 {
+            self.fragment
+        } else {
+            16 << 10
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// PCOLL_ENABLE: when false every call goes straight to the host MPI.
@@ -83,6 +143,7 @@ pub struct Config {
     pub gatherv_mode: GathervMode,
     /// PCOLL_CALIBRATE: measure the cost model's parameters at MPI_Init.
     pub calibrate: bool,
+    pub shm: ShmConfig,
 }
 
 impl Default for Config {
@@ -96,6 +157,7 @@ impl Default for Config {
             tune_file: None,
             gatherv_mode: GathervMode::Conservative,
             calibrate: false,
+            shm: ShmConfig::default(),
         }
     }
 }
@@ -135,6 +197,15 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_LOG",
     "PCOLL_STATS",
     "PCOLL_CALIBRATE",
+    "PCOLL_SHM",
+    "PCOLL_SHM_ZCOPY",
+    "PCOLL_RANKS_PER_NODE",
+    "PCOLL_SHM_CHUNK",
+    "PCOLL_SHM_SLOTS",
+    "PCOLL_SHM_FRAGMENT",
+    "PCOLL_SHM_SETS",
+    "PCOLL_SHM_TREE",
+    "PCOLL_SHM_TREE_K",
 ];
 
 impl Config {
@@ -158,6 +229,37 @@ impl Config {
                 "PCOLL_ENABLE" => cfg.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_STATS" => cfg.stats = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_CALIBRATE" => cfg.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_SHM" => cfg.shm.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_SHM_ZCOPY" => cfg.shm.zcopy = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_RANKS_PER_NODE" => {
+                    cfg.shm.ranks_per_node =
+                        Some(parse_size(value, 1, 1 << 20).ok_or_else(|| err(None, "1..1048576".into()))?)
+                }
+                "PCOLL_SHM_CHUNK" => {
+                    cfg.shm.chunk = parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
+                }
+                "PCOLL_SHM_SLOTS" => {
+                    cfg.shm.slots = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
+                }
+                "PCOLL_SHM_FRAGMENT" => {
+                    cfg.shm.fragment =
+                        parse_size(value, 0, 16 << 20).ok_or_else(|| err(None, "0 (model) or 1..16M".into()))?
+                }
+                "PCOLL_SHM_SETS" => {
+                    cfg.shm.sets = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
+                }
+                "PCOLL_SHM_TREE" => {
+                    cfg.shm.tree = match value.trim() {
+                        "flat" => ShmTree::Flat,
+                        "chain" => ShmTree::Chain,
+                        "kary" => ShmTree::Kary,
+                        "knomial" => ShmTree::Knomial,
+                        _ => return Err(err(None, "flat, chain, kary, knomial".into())),
+                    }
+                }
+                "PCOLL_SHM_TREE_K" => {
+                    cfg.shm.tree_k = parse_size(value, 2, 64).ok_or_else(|| err(None, "2..64".into()))?
+                }
                 "PCOLL_GATHERV_MODE" => {
                     cfg.gatherv_mode = match value.trim() {
                         "conservative" => GathervMode::Conservative,
@@ -205,6 +307,19 @@ impl Config {
         }
         Ok(cfg)
     }
+}
+
+/// A whole number (with an optional K, M or G) within `min..=max`.
+fn parse_size(value: &str, min: usize, max: usize) -> Option<usize> {
+    let t = value.trim();
+    let (digits, shift) = match t.as_bytes().last()? {
+        b'K' | b'k' => (&t[..t.len() - 1], 10),
+        b'M' | b'm' => (&t[..t.len() - 1], 20),
+        b'G' | b'g' => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n = digits.parse::<usize>().ok()?.checked_mul(1 << shift)?;
+    (min..=max).contains(&n).then_some(n)
 }
 
 fn parse_bool(value: &str) -> Option<bool> {
@@ -281,6 +396,16 @@ mod tests {
     }
 
     #[test]
+    fn node_layer_settings() {
+        let cfg =
+            parse(&[("PCOLL_RANKS_PER_NODE", "3"), ("PCOLL_SHM_CHUNK", "256K"), ("PCOLL_SHM_TREE", "flat")]).unwrap();
+        assert_eq!(cfg.shm.ranks_per_node, Some(3));
+        assert_eq!(cfg.shm.chunk, 256 << 10);
+        assert_eq!(cfg.shm.tree, ShmTree::Flat);
+        assert_eq!(parse(&[]).unwrap().shm, ShmConfig::default());
+    }
+
+    #[test]
     fn bogus_algorithm_is_refused_by_name() {
         let err = parse(&[("PCOLL_ALLREDUCE", "bogus")]).unwrap_err();
         let msg = err.to_string();
@@ -299,9 +424,16 @@ mod tests {
 
     #[test]
     fn bad_values_and_unknown_variables_are_refused() {
-        for (var, value) in
-            [("PCOLL_ENABLE", "yes"), ("PCOLL_STATS", "2"), ("PCOLL_LOG", "loud"), ("PCOLL_ALREDUCE", "auto")]
-        {
+        for (var, value) in [
+            ("PCOLL_ENABLE", "yes"),
+            ("PCOLL_STATS", "2"),
+            ("PCOLL_LOG", "loud"),
+            ("PCOLL_ALREDUCE", "auto"),
+            ("PCOLL_RANKS_PER_NODE", "0"),
+            ("PCOLL_SHM_CHUNK", "1K"),
+            ("PCOLL_SHM_TREE", "star"),
+            ("PCOLL_SHM_ZCOPY", "auto"),
+        ] {
             let err = parse(&[(var, value)]).unwrap_err();
             assert_eq!((err.var.as_str(), err.value.as_str()), (var, value));
         }

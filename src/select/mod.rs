@@ -113,10 +113,21 @@ pub fn decide(cfg: &Config, desc: &CallDesc, bytes: Option<usize>) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::call::Topo;
     use crate::core::types::Coll;
 
     fn desc(coll: Coll, size: usize, bytes: usize) -> CallDesc {
-        CallDesc { coll, rank: 0, size, root: 0, bytes, unit: 8, commutative: true, in_place: false }
+        CallDesc {
+            coll,
+            rank: 0,
+            size,
+            root: 0,
+            bytes,
+            unit: 8,
+            commutative: true,
+            in_place: false,
+            topo: Topo::default(),
+        }
     }
 
     fn cfg(vars: &[(&str, &str)]) -> Config {

@@ -31,7 +31,7 @@ use std::cell::Cell;
 
 use super::{run_with, RankIo, SimError, SimOptions, SimStats};
 use crate::algos::{Algorithm, Params};
-use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::call::{CallDesc, GatherLayout, Topo};
 use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
 use crate::exec::Combiner;
@@ -150,6 +150,7 @@ impl Case {
                 unit: self.unit(),
                 commutative: self.commutative,
                 in_place: self.in_place_at(rank),
+                topo: Topo::default(),
             })
             .collect()
     }
@@ -190,7 +191,8 @@ pub fn schedules(alg: &Algorithm, params: &Params, case: &Case) -> Result<Option
     if !verdicts[0] {
         return Ok(None);
     }
-    Ok(Some(descs.iter().map(|d| (alg.build)(d, params, case.layout_at(d.rank, alg.layout_everywhere))).collect()))
+    let build = alg.schedule().expect("the simulator runs schedule algorithms");
+    Ok(Some(descs.iter().map(|d| build(d, params, case.layout_at(d.rank, alg.layout_everywhere))).collect()))
 }
 
 /// Runs `alg` on `case` and checks the result. `Ok(None)` if the algorithm

@@ -41,12 +41,13 @@ pub fn predict_case(alg: &Algorithm, params: &Params, case: &Case, model: &CostM
     // The first and last ranks' schedules first, as a sample of the size
     // of the whole.
     let descs = case.descs();
+    let Some(build) = alg.schedule() else { return Err(Unpriced::Refused) };
     if (alg.check)(&descs[0]).is_err() {
         return Err(Unpriced::Refused);
     }
     let sample = [0, case.size - 1]
         .iter()
-        .map(|&r| (alg.build)(&descs[r], params, case.layout_at(r, alg.layout_everywhere)).steps.len())
+        .map(|&r| build(&descs[r], params, case.layout_at(r, alg.layout_everywhere)).steps.len())
         .max()
         .unwrap_or(0);
     if sample.saturating_mul(case.size) > MAX_STEPS {

@@ -66,7 +66,7 @@ fn in_parallel<T: Sync, R: Send>(tasks: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
 /// Predicted times (microseconds) of every algorithm of `coll`, one table
 /// per message size, one row per process count; `*` marks the fastest.
 pub fn times(coll: Coll, sizes: &[usize], procs: &[usize], model: &CostModel) -> String {
-    let algs: Vec<&Algorithm> = algos::for_coll(coll).collect();
+    let algs: Vec<&Algorithm> = algos::for_coll(coll).filter(|a| a.schedule().is_some()).collect();
     let mut out = String::new();
     for &bytes in sizes {
         let what = match coll {

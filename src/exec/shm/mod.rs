@@ -9,5 +9,26 @@ pub mod reduce;
 pub mod segment;
 pub mod team;
 
+use crate::exec::{Buffers, Combiner};
+
+/// One call to a node algorithm: the collective's buffers, in node ranks.
+pub enum NodeCall<'a> {
+    /// Reduce (`root` the node rank of the root) or Allreduce (`None`).
+    Reduce {
+        bufs: Buffers<'a>,
+        unit: usize,
+        root: Option<usize>,
+    },
+    /// Bcast of the whole of `data` (every rank's message).
+    Bcast {
+        data: &'a mut [u8],
+        root: usize,
+    },
+    Gatherv(gatherv::Gather<'a>),
+}
+
+/// A node algorithm, as the registry holds it.
+pub type NodeFn = fn(&mut team::Team<'_>, NodeCall<'_>, &dyn Combiner);
+
 #[cfg(test)]
 mod tests;

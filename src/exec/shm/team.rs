@@ -42,6 +42,20 @@ pub struct TeamState {
     pub queue_op: u64,
 }
 
+/// Settings of the queue broadcast (seed 002): fragment bytes (0: the
+/// paper's model) and notification tree.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueSettings {
+    pub fragment: usize,
+    pub tree: super::bcast::Tree,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings { fragment: 0, tree: super::bcast::Tree::Kary(4) }
+    }
+}
+
 /// One rank's view of its node for one call.
 pub struct Team<'a> {
     /// This rank on the node, and the node's ranks.
@@ -51,6 +65,7 @@ pub struct Team<'a> {
     /// Zero-copy access to peers' buffers, where the system allows it.
     pub peers: Option<&'a dyn PeerMemory>,
     pub state: &'a mut TeamState,
+    pub queue: QueueSettings,
 }
 
 impl Team<'_> {

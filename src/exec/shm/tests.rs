@@ -58,7 +58,14 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
             scope.spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
                     let mut state = TeamState::default();
-                    let mut team = Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state };
+                    let mut team = Team {
+                        rank,
+                        size: p,
+                        seg,
+                        peers: Some(&Threads),
+                        state: &mut state,
+                        queue: Default::default(),
+                    };
                     body(rank, &mut team);
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
