@@ -1,69 +1,72 @@
 #!/usr/bin/env python3
 """Tables of `scripts/bench.sh --algorithms`: for each MPI, rank count and
-collective, the median time of every pcoll algorithm (forced in turn)
-against the stock MPI, per message size.
+collective, the median time of pcoll's own choice ("auto") and of every
+algorithm, forced, against the stock MPI, per message size. All variants of
+a table were timed interleaved in one run (pcoll_bench --candidates), so
+they share the machine's state of the moment.
 
     python3 bench/algos_table.py bench/out/algos-*.csv
 
-Each CSV is one pcoll_bench run with one algorithm forced; its file name is
-algos-<mpi>-<ranks>-<coll>-<algorithm>.csv. The stock column is the median
-over those runs of the stock MPI's time (every run measures it alongside).
-In each row `*` marks the fastest, and `ratio` is stock / fastest pcoll.
-Rows of runs with more ranks than cores say OVERSUBSCRIBED: they measure
-the scheduler. Standard library only.
+In each row `*` marks the fastest pcoll variant; `ratio` is stock / auto
+(what users get by default) and `best` stock / fastest. Algorithms that
+cannot run a call fall back to the host MPI, so their column shows the
+stock time. Tables of runs with more ranks than cores say OVERSUBSCRIBED:
+they measure the scheduler. Standard library only.
 """
 import csv
 import os
 import re
-import statistics
 import sys
 
-NAME = re.compile(r"algos-(\w+)-(\d+)-(\w+)-(\w+)\.csv$")
+NAME = re.compile(r"algos-(\w+)-(\d+)-(\w+)\.csv$")
 
 
 def main(paths):
-    runs = {}  # (mpi, ranks, coll) -> {alg: {bytes: (pcoll_us, stock_us, check)}}
+    tables = {}  # (mpi, ranks, coll) -> {bytes: {variant: (med, check)}}
+    order = {}
     over = {}
-    for path in paths:
+    for path in sorted(paths):
         m = NAME.search(os.path.basename(path))
         if not m:
             continue
-        mpi, ranks, coll, alg = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        key = (m.group(1), int(m.group(2)), m.group(3))
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
-                key = (mpi, ranks, coll)
                 over[key] = row.get("oversubscribed") == "1"
-                pc = row.get("pcoll_med_us") or ""
-                runs.setdefault(key, {}).setdefault(alg, {})[int(row["bytes"])] = (
-                    float(pc) if pc else None, float(row["stock_med_us"]), row.get("check", ""))
+                v = row["variant"]
+                order.setdefault(key, [])
+                if v not in order[key]:
+                    order[key].append(v)
+                tables.setdefault(key, {}).setdefault(int(row["bytes"]), {})[v] = (float(row["med_us"]), row["check"])
     wrong = 0
-    for key in sorted(runs):
+    for key in sorted(tables):
         mpi, ranks, coll = key
-        algs = sorted(runs[key])
-        sizes = sorted({b for a in algs for b in runs[key][a]})
+        variants = [v for v in order[key] if v != "stock"]
         note = "  OVERSUBSCRIBED (ranks > cores): timings measure the scheduler" if over[key] else ""
-        print("\n# %s, %d ranks, %s: median us per algorithm (* fastest), ratio = stock / fastest%s"
+        print("\n# %s, %d ranks, %s: median us (* fastest pcoll variant), ratio = stock / auto, best = stock / fastest%s"
               % (mpi, ranks, coll, note))
-        print("%10s %10s" % ("bytes", "stock") + "".join(" %19s" % a for a in algs) + " %7s" % "ratio")
-        for b in sizes:
-            stock = [runs[key][a][b][1] for a in algs if b in runs[key][a]]
-            cells = {a: runs[key][a].get(b) for a in algs}
-            times = [c[0] for c in cells.values() if c and c[0] is not None and c[2] == "ok"]
-            best = min(times) if times else None
-            line = "%10d %10.2f" % (b, statistics.median(stock))
-            for a in algs:
-                c = cells[a]
-                if not c:
-                    line += " %19s" % "-"
-                elif c[2] == "WRONG":
-                    line += " %19s" % "WRONG"
+        print("%10s %10s" % ("bytes", "stock") + "".join(" %17s" % v for v in variants) + " %7s %7s" % ("ratio", "best"))
+        for b in sorted(tables[key]):
+            cells = tables[key][b]
+            stock = cells["stock"][0]
+            ok = [cells[v][0] for v in variants if v in cells and cells[v][1] == "ok"]
+            best = min(ok) if ok else None
+            line = "%10d %10.2f" % (b, stock)
+            for v in variants:
+                med, check = cells.get(v, (None, "-"))
+                if med is None:
+                    line += " %17s" % "-"
+                elif check != "ok":
+                    line += " %17s" % "WRONG"
                     wrong += 1
                 else:
-                    line += " %18.2f%s" % (c[0], "*" if c[0] == best else " ")
-            line += " %7.2f" % (statistics.median(stock) / best) if best else " %7s" % "-"
+                    line += " %16.2f%s" % (med, "*" if med == best else " ")
+            auto = cells.get("auto")
+            line += " %7.2f" % (stock / auto[0]) if auto and auto[1] == "ok" and auto[0] > 0 else " %7s" % "-"
+            line += " %7.2f" % (stock / best) if best else " %7s" % "-"
             print(line)
     if wrong:
-        print("\n# %d point(s) where an algorithm gave a WRONG result" % wrong)
+        print("\n# %d point(s) where a variant gave a WRONG result" % wrong)
     return 1 if wrong else 0
 
 

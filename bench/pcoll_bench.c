@@ -52,6 +52,7 @@ static const char *const coll_sym[NCOLL] = {"Allreduce", "Reduce", "Bcast", "Gat
 
 #define PAGE 4096UL
 #define MAX_SIZES 64
+#define MAX_CAND 32
 
 /* bits of the verification result */
 #define BAD_PCOLL 1
@@ -72,7 +73,13 @@ struct opts {
     const char *label;     /* free text for the header / csv (e.g. "mpich") */
     size_t llc_bytes;      /* 0 = detect */
     int no_memcpy;
+    char *cand[MAX_CAND];  /* --candidates: pcoll choices timed against stock */
+    int ncand;
 };
+
+/* pcoll_set_algorithm, exported by libpcoll.so (candidates mode) */
+typedef int (*set_alg_fn)(const char *coll, const char *value);
+static set_alg_fn set_alg;
 
 static int rank, nranks;
 static int local_ranks = 1; /* ranks on rank 0's node */
@@ -135,6 +142,9 @@ static void usage(void)
         "  --llc-mb N        last-level cache size to defeat (default: detected)\n"
         "  --no-memcpy       skip the memcpy reference column\n"
         "  --label TEXT      label for the header and CSV (e.g. mpich)\n"
+        "  --candidates LIST with one collective in --colls: time the stock MPI and each\n"
+        "                    pcoll choice in LIST (as PCOLL_<COLL> takes them, e.g.\n"
+        "                    shm_flat,rabenseifner,auto) interleaved in one run\n"
         "  --csv FILE        write raw per-point statistics to FILE\n");
 }
 
@@ -231,6 +241,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
             o->llc_bytes = (size_t)(atof(v) * 1024 * 1024);
         } else if (!strcmp(a, "--no-memcpy")) {
             o->no_memcpy = 1;
+        } else if (!strcmp(a, "--candidates")) {
+            NEEDV();
+            char *dup = strdup(v), *save = NULL;
+            for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (o->ncand == MAX_CAND)
+                    die("--candidates: too many");
+                o->cand[o->ncand++] = strdup(t);
+            }
+            free(dup);
         } else if (!strcmp(a, "--label")) {
             NEEDV();
             o->label = v;
@@ -713,6 +732,85 @@ static struct point bench_point(const struct opts *o, int c, size_t b)
     return p;
 }
 
+/* Candidates mode: the stock MPI (variant 0) and every pcoll choice
+ * (variants 1..ncand), each iteration running all of them in a random
+ * order (the same on every rank), so that they share the machine's state
+ * of the moment; comparisons across runs on a noisy machine are not fair. */
+struct cand_point {
+    int iters;
+    int bad[MAX_CAND + 1];
+    struct stats st[MAX_CAND + 1];
+};
+
+static void choose(int c, const struct opts *o, int v)
+{
+    if (v > 0 && set_alg(coll_name[c], o->cand[v - 1]) != MPI_SUCCESS)
+        die("pcoll_set_algorithm refused a candidate (see above)");
+}
+
+static struct cand_point bench_candidates(const struct opts *o, int c, size_t b)
+{
+    struct cand_point p;
+    memset(&p, 0, sizeof p);
+    int nv = o->ncand + 1;
+    for (int v = 1; v < nv; v++) {
+        choose(c, o, v);
+        p.bad[v] = verify(c, b) & (BAD_PCOLL | BAD_SENDBUF | BAD_RC);
+        p.bad[0] |= verify(c, b) & BAD_STOCK;
+    }
+    if (c == C_ALLREDUCE || c == C_REDUCE)
+        fill_send(c, b, sslot(c, b, 0));
+    PMPI_Barrier(world);
+    double t0 = MPI_Wtime();
+    for (int w = 0; w < o->warmup; w++)
+        for (int v = 0; v < nv; v++) {
+            if (p.bad[v] && v > 0)
+                continue;
+            choose(c, o, v);
+            size_t k = slot_counter++;
+            PMPI_Barrier(world);
+            run_coll(c, v > 0, b, sslot(c, b, k), rslot(c, b, k));
+        }
+    /* --time is per variant, as in the default mode's pairs */
+    struct opts scaled = *o;
+    scaled.time_per_point = o->time_per_point * nv / 2;
+    p.iters = pick_iters(&scaled, (MPI_Wtime() - t0) / o->warmup);
+    double *t = calloc((size_t)p.iters * (size_t)nv, sizeof(double));
+    int order[MAX_CAND + 1];
+    uint64_t rng = 0xD1B54A32D192ED03ULL ^ (uint64_t)(c * 1000003 + (int)(b % 1000003));
+    for (int i = 0; i < p.iters; i++) {
+        for (int v = 0; v < nv; v++)
+            order[v] = v;
+        for (int v = nv - 1; v > 0; v--) {
+            rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            int j = (int)((rng >> 33) % (uint64_t)(v + 1));
+            int tmp = order[v];
+            order[v] = order[j];
+            order[j] = tmp;
+        }
+        for (int n = 0; n < nv; n++) {
+            int v = order[n];
+            if (p.bad[v] && v > 0)
+                continue;
+            choose(c, o, v);
+            size_t k = slot_counter++;
+            void *sb = sslot(c, b, k), *rb = rslot(c, b, k);
+            PMPI_Barrier(world);
+            double a = MPI_Wtime();
+            run_coll(c, v > 0, b, sb, rb);
+            t[(size_t)i * (size_t)nv + (size_t)v] = MPI_Wtime() - a;
+        }
+        if ((i & 63) == 0)
+            sample_load();
+    }
+    PMPI_Allreduce(MPI_IN_PLACE, t, p.iters * nv, MPI_DOUBLE, MPI_MAX, world);
+    for (int v = 0; v < nv; v++)
+        p.st[v] = stats_of(t, p.iters, v, nv);
+    free(t);
+    set_alg(coll_name[c], "");
+    return p;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -722,6 +820,13 @@ int main(int argc, char **argv)
 
     struct opts o;
     parse_args(argc, argv, &o);
+    if (o.ncand) {
+        if (__builtin_popcount(o.colls) != 1)
+            die("--candidates needs exactly one collective in --colls");
+        set_alg = (set_alg_fn)dlsym(RTLD_DEFAULT, "pcoll_set_algorithm");
+        if (!set_alg)
+            die("--candidates needs libpcoll.so (pcoll_set_algorithm not found)");
+    }
 
     size_t sizes[MAX_SIZES];
     int nsz = build_sizes(&o, sizes);
@@ -793,10 +898,11 @@ int main(int argc, char **argv)
                o.iters ? "fixed iterations" : "adaptive iterations");
         if (oversub)
             printf("# OVERSUBSCRIBED (ranks > cores): timings measure the scheduler\n");
-        printf("%-10s %9s %6s %11s %11s %8s %10s   %-21s %-21s\n", "coll", "bytes", "iters",
-               "stock_us", "pcoll_us", "ratio", "memcpy_us", "stock_p10..p90", "pcoll_p10..p90");
+        if (!o.ncand)
+            printf("%-10s %9s %6s %11s %11s %8s %10s   %-21s %-21s\n", "coll", "bytes", "iters",
+                   "stock_us", "pcoll_us", "ratio", "memcpy_us", "stock_p10..p90", "pcoll_p10..p90");
         fflush(stdout);
-        if (csv) {
+        if (csv && !o.ncand) {
             fprintf(csv, "mpi,label,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,"
                          "stock_med_us,stock_p10_us,stock_p90_us,pcoll_med_us,pcoll_p10_us,pcoll_p90_us,"
                          "ratio,memcpy_med_us,check,pcoll_interposed,other_tasks\n");
@@ -817,7 +923,53 @@ int main(int argc, char **argv)
 
     int failures = 0;
     double t_start = MPI_Wtime();
-    for (int c = 0; c < NCOLL; c++) {
+    if (o.ncand) {
+        int c = __builtin_ctz(o.colls);
+        if (rank == 0) {
+            printf("# candidates, median us (ratio = stock / fastest pcoll candidate)\n%-10s %9s %6s %11s", "coll",
+                   "bytes", "iters", "stock");
+            for (int k = 0; k < o.ncand; k++)
+                printf(" %18s", o.cand[k]);
+            printf(" %8s\n", "ratio");
+            if (csv)
+                fprintf(csv, "mpi,label,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,variant,med_us,p10_us,"
+                             "p90_us,check,other_tasks\n");
+        }
+        for (int si = 0; si < nsz; si++) {
+            size_t b = eff_bytes(c, sizes[si]);
+            if (b == 0)
+                continue;
+            for (int r = 0; r < nranks; r++) {
+                gv_counts[r] = (int)b;
+                gv_displs[r] = (int)(b * (size_t)r);
+            }
+            double ls0 = load_sum;
+            int ln0 = load_samples;
+            struct cand_point p = bench_candidates(&o, c, b);
+            double point_load = load_samples > ln0 ? (load_sum - ls0) / (load_samples - ln0) : 0;
+            if (rank != 0)
+                continue;
+            double best = 0;
+            printf("%-10s %9zu %6d %11.2f", coll_name[c], b, p.iters, p.st[0].med);
+            for (int k = 1; k <= o.ncand; k++) {
+                if (p.bad[k]) {
+                    printf(" %18s", "WRONG");
+                    failures++;
+                } else {
+                    printf(" %18.2f", p.st[k].med);
+                    if (best == 0 || p.st[k].med < best)
+                        best = p.st[k].med;
+                }
+            }
+            printf(" %8.2f%s\n", best > 0 ? p.st[0].med / best : 0.0, point_load > 0.5 ? "  (busy machine)" : "");
+            fflush(stdout);
+            for (int v = 0; csv && v <= o.ncand; v++)
+                fprintf(csv, "%s,%s,%d,%d,%d,%d,%s,%zu,%d,%s,%.3f,%.3f,%.3f,%s,%.2f\n", ver, o.label ? o.label : "",
+                        nranks, local, cores, oversub, coll_name[c], b, p.iters, v ? o.cand[v - 1] : "stock",
+                        p.st[v].med, p.st[v].p10, p.st[v].p90, p.bad[v] ? "WRONG" : "ok", point_load);
+        }
+    }
+    for (int c = 0; c < NCOLL && !o.ncand; c++) {
         if (!(o.colls & (1u << c)))
             continue;
         for (int si = 0; si < nsz; si++) {

@@ -12,10 +12,10 @@
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
 # 6. prints a combined table of both MPIs and, when matplotlib is there,
 #    draws bench/out/pcoll_bench-<ranks>.png;
-# 7. with --algorithms, instead times every pcoll algorithm of each
-#    collective, forced in turn, against the stock MPI (at 2 ranks and,
-#    with --oversubscribed, at 4 and 8; bench/out/algos-*.csv), and prints
-#    one table per MPI, rank count and collective (bench/algos_table.py);
+# 7. with --algorithms, instead times pcoll's choice and every algorithm of
+#    each collective against the stock MPI, all interleaved in one run per
+#    collective (at 2 ranks and, with --oversubscribed, at 4 and 8;
+#    bench/out/algos-*.csv), one table per MPI, rank count and collective;
 # 8. with --kernels, also times pcoll's reduction kernels against the
 #    host's MPI_Reduce_local for every predefined type and operator
 #    (bench/kernels.c; bench/out/kernels-<mpi>.txt).
@@ -235,14 +235,13 @@ if [ "$DO_ALGOS" = 1 ]; then
         for n in "${rank_counts[@]}"; do
             extra=()
             [ "$n" -gt "$CORES" ] && extra=("${OVER_ARGS[@]}")
-            while read -r coll alg; do
+            for coll in allreduce reduce bcast gatherv; do
                 [ -z "$want_colls" ] || [[ ",$want_colls," == *",$coll,"* ]] || continue
-                say "$m, $n ranks, $coll forced to $alg"
-                EXTRA_ENV=("PCOLL_$(echo "$coll" | tr a-z A-Z)=$alg")
-                run_one "$m" "$n" "algos-$m-$n-$coll-$alg" "${extra[@]}" "${BENCH_ARGS[@]}" --colls "$coll" \
-                    >"$OUT/algos-$m-$n-$coll-$alg.log" 2>&1 || STATUS=1
-            done < <("$tool" algorithms)
-            EXTRA_ENV=()
+                algs=$("$tool" algorithms | awk -v c="$coll" '$1 == c {printf "%s%s", sep, $2; sep = ","}')
+                say "$m, $n ranks, $coll: stock and every algorithm, interleaved"
+                run_one "$m" "$n" "algos-$m-$n-$coll" "${extra[@]}" "${BENCH_ARGS[@]}" --colls "$coll" \
+                    --candidates "auto,$algs" || STATUS=1
+            done
         done
     done
     say "every algorithm against the stock MPI"

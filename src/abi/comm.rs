@@ -8,8 +8,10 @@
 //! MPI_Finalize, [`release_all`] frees the duplicates of communicators the
 //! user never freed (MPI_COMM_WORLD among them).
 
+use super::node::Node;
 use super::shim;
 use super::transport::check;
+use crate::core::call::Topo;
 use crate::exec::cache::ScheduleCache;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
@@ -24,6 +26,19 @@ pub(super) struct CommState {
     /// one thread at a time (MPI's rule for collectives), so the lock is
     /// never contended; it makes the state shareable.
     pub schedules: Mutex<ScheduleCache>,
+    /// This rank's node: its ranks, segment and zero copy.
+    pub node: Node,
+}
+
+impl CommState {
+    pub fn topo(&self) -> Topo {
+        self.node.topo
+    }
+
+    fn release(&mut self) {
+        self.node.release();
+        free_comm(&mut self.private);
+    }
 }
 
 /// The keyval pcoll's state hangs on. Attributes with it are not copied by
@@ -61,7 +76,14 @@ pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
     check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
-    let state = Box::into_raw(Box::new(CommState { private, schedules: Mutex::default() }));
+    let node = match Node::discover(private, &super::runtime::get().cfg.shm) {
+        Ok(node) => node,
+        Err(rc) => {
+            free_comm(&mut private);
+            return Err(rc);
+        }
+    };
+    let state = Box::into_raw(Box::new(CommState { private, schedules: Mutex::default(), node }));
     LIVE.lock().unwrap().get_or_insert_with(HashSet::new).insert(state as usize);
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
     check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
@@ -70,7 +92,7 @@ pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
     Ok(unsafe { &*state })
 }
 
-fn free_comm(comm: &mut MPI_Comm) {
+pub(super) fn free_comm(comm: &mut MPI_Comm) {
     // SAFETY: `comm` is a communicator pcoll duplicated and still owns.
     unsafe {
         if *comm != RSMPI_COMM_NULL {
@@ -89,7 +111,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
         }
         // SAFETY: `value` is the Box<CommState> pcoll attached; MPI calls this once per attribute.
         let mut state = unsafe { Box::from_raw(value as *mut CommState) };
-        free_comm(&mut state.private);
+        state.release();
     });
     if outcome.is_err() {
         super::runtime::say("pcoll: internal error while freeing a communicator's state\n");
@@ -106,7 +128,7 @@ pub(super) fn release_all() {
         // SAFETY: addresses in LIVE are boxes whose attribute was not yet
         // deleted; at finalize no other thread runs collectives.
         let state = unsafe { &mut *(address as *mut CommState) };
-        free_comm(&mut state.private);
+        state.release();
     }
     if let Some(&keyval) = KEYVAL.get() {
         let mut keyval = keyval;

@@ -2,13 +2,19 @@
 //! does not handle, including every invalid argument, goes to the host's
 //! PMPI function unchanged, so users see the host MPI's own behaviour.
 
+use super::comm::CommState;
 use super::handles::{self, Combine, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
 use super::{comm, gatherv, shim};
-use crate::algos::{Algorithm, Params};
-use crate::core::call::{CallDesc, GatherLayout, Topo};
+use crate::algos::{Algorithm, Impl, Params};
+use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
+use crate::exec::shm::gatherv::Gather;
+use crate::exec::shm::hier::{BetweenNodes, NodeMap, Part};
+use crate::exec::shm::reduce;
+use crate::exec::shm::team::{PeerMemory, Team};
+use crate::exec::shm::NodeCall;
 use crate::exec::{self, Buffers, Combiner, NoReduction};
 use crate::select::{self, Decision};
 use mpi_sys::*;
@@ -143,41 +149,137 @@ thread_local! {
 /// Larger scratch buffers are freed after the call instead of kept.
 const MAX_KEPT_SCRATCH: usize = 64 << 20;
 
-/// Runs the decided algorithm over the private duplicate of `comm`.
+/// Runs the decided algorithm: a schedule over the private duplicate of
+/// the user's communicator, or a node algorithm over the node's segment.
 pub(super) fn execute(
     rt: &Runtime,
-    comm: MPI_Comm,
+    state: &CommState,
     call: &Planned,
     layout: &GatherLayout,
     send: Option<&[u8]>,
     recv: &mut [u8],
-    combiner: &(impl Combiner + ?Sized),
+    combiner: &dyn Combiner,
 ) -> c_int {
-    let start = Instant::now();
-    let state = match comm::state(comm) {
-        Ok(state) => state,
-        Err(rc) => return rc,
-    };
-    let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout);
+    let start = rt.stats.is_some().then(Instant::now);
     // Reuse this thread's scratch buffer: a fresh large allocation per call
     // costs a page fault per page. Taken out while in use, so a collective
     // called from inside a user operator still works.
     let mut scratch = SCRATCH.take();
-    if scratch.len() < sched.scratch_bytes {
-        scratch.resize(sched.scratch_bytes, 0);
-    }
-    let mut bufs = Buffers { send, recv, scratch: &mut scratch[..sched.scratch_bytes] };
-    let rc = match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
-        Ok(()) => MPI_SUCCESS as c_int,
-        Err(rc) => rc,
+    let rc = match call.algo.imp {
+        Impl::Schedule(_) => {
+            let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout);
+            if scratch.len() < sched.scratch_bytes {
+                scratch.resize(sched.scratch_bytes, 0);
+            }
+            let mut bufs = Buffers { send, recv, scratch: &mut scratch[..sched.scratch_bytes] };
+            match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
+                Ok(()) => MPI_SUCCESS as c_int,
+                Err(rc) => rc,
+            }
+        }
+        Impl::Node(_) | Impl::Hier(_) => {
+            let need = reduce::zero_copy_scratch(state.node.size);
+            if call.desc.coll.is_reduction() && scratch.len() < need {
+                scratch.resize(need, 0);
+            }
+            let bufs = Buffers { send, recv, scratch: &mut scratch };
+            run_on_node(rt, state, &call.desc, layout, bufs, call.algo.imp, combiner);
+            MPI_SUCCESS as c_int
+        }
     };
     if scratch.len() <= MAX_KEPT_SCRATCH {
         SCRATCH.set(scratch);
     }
-    if let Some(stats) = &rt.stats {
+    if let (Some(stats), Some(start)) = (&rt.stats, start) {
         stats.lock().unwrap().record(call.desc.coll, Some(call.algo), call.desc.bytes, start.elapsed().as_secs_f64());
     }
     rc
+}
+
+/// Runs a node algorithm or a composition on this rank's node (its check
+/// made sure the node has a segment).
+fn run_on_node(
+    rt: &Runtime,
+    state: &CommState,
+    desc: &CallDesc,
+    layout: &GatherLayout,
+    bufs: Buffers<'_>,
+    imp: Impl,
+    combiner: &dyn Combiner,
+) {
+    let node = &state.node;
+    let mapping = node.mapping.as_ref().expect("a node algorithm runs where the segment is");
+    let mut team_state = node.state.lock().unwrap();
+    let mut team = Team {
+        rank: node.rank,
+        size: node.size,
+        seg: &mapping.seg,
+        peers: node.cma.as_ref().map(|c| c as &dyn PeerMemory),
+        state: &mut team_state,
+        queue: node.queue,
+    };
+    let root = node.local_of[desc.root];
+    let node_call = match desc.coll {
+        Coll::Allreduce => NodeCall::Reduce { bufs, unit: desc.unit, root: None },
+        Coll::Reduce => NodeCall::Reduce { bufs, unit: desc.unit, root: Some(root) },
+        Coll::Bcast => NodeCall::Bcast { data: bufs.recv, root },
+        Coll::Gatherv => NodeCall::Gatherv(Gather {
+            send: bufs.send.unwrap_or(&[]),
+            recv: bufs.recv,
+            layout,
+            root,
+            in_place: desc.in_place,
+        }),
+    };
+    match imp {
+        Impl::Node(run) => run(&mut team, node_call, combiner),
+        Impl::Hier(run) => {
+            let map = NodeMap { node_of: &node.node_of, local_of: &node.local_of };
+            let mut inter = PmpiBetween { rt, state };
+            run(Part { team: &mut team, map: &map, rank: desc.rank, inter: &mut inter }, desc, node_call, combiner)
+        }
+        Impl::Schedule(_) => unreachable!("schedules run over the transport"),
+    }
+}
+
+/// The inter-node stage of the compositions: a point-to-point algorithm
+/// among the nodes' representatives, over the private communicator.
+struct PmpiBetween<'a> {
+    rt: &'a Runtime,
+    state: &'a CommState,
+}
+
+impl BetweenNodes for PmpiBetween<'_> {
+    fn run(
+        &mut self,
+        desc: &CallDesc,
+        reps: &[usize],
+        layout: &GatherLayout,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        combiner: &dyn Combiner,
+    ) {
+        // The configured rules choose among the schedule algorithms; a
+        // Gatherv between representatives is linear (only the root has the
+        // layout of the nodes' blocks).
+        let general = || {
+            let algo = crate::algos::for_coll(desc.coll).next().expect("each collective has an algorithm");
+            (algo, algo.default_params())
+        };
+        let (algo, params) = match select::decide(&self.rt.cfg, desc, Some(desc.bytes)) {
+            _ if desc.coll == Coll::Gatherv => general(),
+            Decision::Run(algo, params, _) if algo.schedule().is_some() => (algo, params),
+            _ => general(),
+        };
+        log::debug!("{} between {} nodes: {}{:?}", desc.coll, desc.size, algo.name, params.0);
+        let sched = self.state.schedules.lock().unwrap().get(algo, &params, desc, layout);
+        let mut scratch = vec![0u8; sched.scratch_bytes];
+        let mut bufs = Buffers { send, recv, scratch: &mut scratch };
+        let mut transport = PmpiTransport::mapped(self.state.private, reps);
+        if let Err(rc) = exec::run(&sched, &mut bufs, &mut transport, combiner) {
+            panic!("the {} between nodes failed: MPI error {rc}", desc.coll);
+        }
+    }
 }
 
 /// Allreduce (`root` None) and Reduce.
@@ -221,6 +323,10 @@ pub(super) fn reduction(
     if is_root && sendbuf == recvbuf.cast_const() {
         return Forward("send and receive buffers alias");
     }
+    let state = match comm::state(comm) {
+        Ok(state) => state,
+        Err(rc) => return Done(rc),
+    };
     let desc = CallDesc {
         coll,
         rank,
@@ -230,9 +336,9 @@ pub(super) fn reduction(
         unit: red.unit,
         commutative: red.commutative,
         in_place,
-        topo: Topo::default(),
+        topo: state.topo(),
     };
-    let call = match plan(desc.clone(), select::decide(&rt.cfg, &desc, Some(bytes))) {
+    let call = match plan(desc.clone(), select::decide_with(&rt.cfg, rt.choice(coll), &desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
@@ -245,7 +351,7 @@ pub(super) fn reduction(
             if is_root { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), bytes) } else { &mut [][..] },
         )
     };
-    Done(execute(rt, comm, &call, &GatherLayout::default(), send, recv, &red.combine as &Combine))
+    Done(execute(rt, state, &call, &GatherLayout::default(), send, recv, &red.combine))
 }
 
 /// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
@@ -382,6 +488,10 @@ pub(super) fn bcast(
         return Forward("null buffer");
     }
     let root = root as usize;
+    let state = match comm::state(comm) {
+        Ok(state) => state,
+        Err(rc) => return Done(rc),
+    };
     let desc = CallDesc {
         coll: Coll::Bcast,
         rank,
@@ -391,9 +501,9 @@ pub(super) fn bcast(
         unit: 1,
         commutative: true,
         in_place: false,
-        topo: Topo::default(),
+        topo: state.topo(),
     };
-    let call = match plan(desc.clone(), select::decide(&rt.cfg, &desc, Some(bytes))) {
+    let call = match plan(desc.clone(), select::decide_with(&rt.cfg, rt.choice(Coll::Bcast), &desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
@@ -401,10 +511,10 @@ pub(super) fn bcast(
     if ty.dense {
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
-        return Done(execute(rt, comm, &call, &layout, None, data, &NoReduction));
+        return Done(execute(rt, state, &call, &layout, None, data, &NoReduction));
     }
     let mut packed = if rank == root { pack(buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
-    let rc = execute(rt, comm, &call, &layout, None, &mut packed, &NoReduction);
+    let rc = execute(rt, state, &call, &layout, None, &mut packed, &NoReduction);
     if rank != root && rc == MPI_SUCCESS as c_int {
         unpack(&packed, buf, count, datatype, &ty, comm);
     }
@@ -498,6 +608,37 @@ pub unsafe extern "C" fn MPI_Gatherv(
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
     )
+}
+
+/// Sets how one collective runs from now on, as PCOLL_<COLL> would (an
+/// algorithm with parameters, `mpi` or `auto`; an empty string goes back
+/// to the configuration), for benchmarks and tuners that compare choices
+/// within one run. Every rank must make the same change between the same
+/// two calls. Returns MPI_SUCCESS, or MPI_ERR_ARG (with a message on
+/// stderr) for an unknown collective or value.
+///
+/// # Safety
+/// Two NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn pcoll_set_algorithm(coll: *const c_char, value: *const c_char) -> c_int {
+    let outcome = catch_unwind(|| {
+        if coll.is_null() || value.is_null() {
+            return Err("null argument".to_string());
+        }
+        // SAFETY: NUL-terminated strings from the caller.
+        let (coll, value) = unsafe { (std::ffi::CStr::from_ptr(coll), std::ffi::CStr::from_ptr(value)) };
+        let (coll, value) = (coll.to_string_lossy(), value.to_string_lossy());
+        let c = Coll::ALL.into_iter().find(|c| c.name() == coll.trim()).ok_or(format!("no collective {coll:?}"))?;
+        runtime::set_choice(c, value.trim())
+    });
+    match outcome {
+        Ok(Ok(())) => MPI_SUCCESS as c_int,
+        Ok(Err(why)) => {
+            runtime::say(&format!("pcoll_set_algorithm: {why}\n"));
+            MPI_ERR_ARG as c_int
+        }
+        Err(_) => MPI_ERR_OTHER as c_int,
+    }
 }
 
 /// pcoll's reduction kernels behind MPI_Reduce_local's interface

@@ -16,7 +16,7 @@ use super::entry::{comm_shape, execute, in_place, pack, plan, unpack, Outcome};
 use super::handles::{self, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::check;
-use crate::core::call::{CallDesc, GatherLayout, Topo};
+use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::NoReduction;
 use crate::select::config::GathervMode;
@@ -169,6 +169,10 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
         return Forward("null buffer");
     }
+    let state = match comm::state(comm) {
+        Ok(state) => state,
+        Err(rc) => return Done(rc),
+    };
     let desc = CallDesc {
         coll: Coll::Gatherv,
         rank,
@@ -178,11 +182,11 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         unit: 1,
         commutative: true,
         in_place,
-        topo: Topo::default(),
+        topo: state.topo(),
     };
 
     // The decision, and the layout this rank builds its schedule from.
-    let decide = |bytes| select::decide(&rt.cfg, &desc, bytes);
+    let decide = |bytes| select::decide_with(&rt.cfg, rt.choice(Coll::Gatherv), &desc, bytes);
     let everywhere = |d: &Decision| matches!(d, Decision::Run(a, ..) if a.layout_everywhere);
     let (decision, layout) = if aggressive {
         let d = decide(known.as_ref().map(|k| largest(&k.layout)));
@@ -202,10 +206,6 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
                 (d, known.as_ref().map(|k| k.layout.clone()).unwrap_or_default())
             }
             first => {
-                let state = match comm::state(comm) {
-                    Ok(state) => state,
-                    Err(rc) => return Done(rc),
-                };
                 let mine = known.as_ref().filter(|_| is_root).map(|k| {
                     let d = match first {
                         Decision::NeedsLayout => decide(Some(largest(&k.layout))),
@@ -248,18 +248,18 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     };
     let at_root = known.filter(|_| is_root);
     let Some(plan) = at_root else {
-        return Done(execute(rt, comm, &call, &layout, send, &mut [], &NoReduction));
+        return Done(execute(rt, state, &call, &layout, send, &mut [], &NoReduction));
     };
     if plan.ty.dense {
         // SAFETY: the blocks lie in the user's receive buffer, which spans
         // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
         let recv = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>().offset(plan.base), plan.span) };
-        return Done(execute(rt, comm, &call, &plan.layout, send, recv, &NoReduction));
+        return Done(execute(rt, state, &call, &plan.layout, send, recv, &NoReduction));
     }
     // A non-dense receive type: gather the signature bytes, then unpack each
     // block into place.
     let mut staging = vec![0u8; plan.span];
-    let rc = execute(rt, comm, &call, &plan.layout, send, &mut staging, &NoReduction);
+    let rc = execute(rt, state, &call, &plan.layout, send, &mut staging, &NoReduction);
     if rc == MPI_SUCCESS as c_int {
         let blocks = args.expect("the root has its arguments");
         for (peer, (&(count, displ), &(off, len))) in blocks.iter().zip(&plan.layout.blocks).enumerate() {

@@ -11,6 +11,7 @@ mod gatherv;
 mod handles;
 #[cfg(pcoll_large_count)]
 mod large_count;
+mod node;
 mod runtime;
 mod transport;
 

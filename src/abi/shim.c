@@ -29,9 +29,12 @@ struct dtype_entry {
     int repr;
 };
 
+/* The tables are static: built once by the loader (handles are
+ * compile-time constants in MPICH and addresses of global objects in Open
+ * MPI), not on the stack at every call. */
 int pcoll_dtype_class(MPI_Datatype datatype, int *repr)
 {
-    const struct dtype_entry table[] = {
+    static const struct dtype_entry table[] = {
         {MPI_INT, PCOLL_CLASS_C_INTEGER, INT_REPR(int)},
         {MPI_LONG, PCOLL_CLASS_C_INTEGER, INT_REPR(long)},
         {MPI_SHORT, PCOLL_CLASS_C_INTEGER, INT_REPR(short)},
@@ -110,7 +113,7 @@ int pcoll_dtype_class(MPI_Datatype datatype, int *repr)
 
 int pcoll_op_code(MPI_Op op)
 {
-    const struct {
+    static const struct {
         MPI_Op handle;
         int code;
     } table[] = {

@@ -15,18 +15,25 @@ const TAG: c_int = 7;
 /// Largest piece sent as one message: MPI counts are `int`.
 const MAX_PIECE: usize = 1 << 30;
 
-pub(super) struct PmpiTransport {
+pub(super) struct PmpiTransport<'a> {
     comm: MPI_Comm,
+    /// Schedule peer `i` is rank `ranks[i]` of `comm` (all ranks if None):
+    /// the schedules between node representatives address nodes.
+    ranks: Option<&'a [usize]>,
     requests: Vec<MPI_Request>,
 }
 
-impl PmpiTransport {
-    pub(super) fn new(comm: MPI_Comm) -> PmpiTransport {
-        PmpiTransport { comm, requests: Vec::new() }
+impl PmpiTransport<'_> {
+    pub(super) fn new(comm: MPI_Comm) -> PmpiTransport<'static> {
+        PmpiTransport { comm, ranks: None, requests: Vec::new() }
+    }
+
+    pub(super) fn mapped(comm: MPI_Comm, ranks: &[usize]) -> PmpiTransport<'_> {
+        PmpiTransport { comm, ranks: Some(ranks), requests: Vec::new() }
     }
 }
 
-impl Transport for PmpiTransport {
+impl Transport for PmpiTransport<'_> {
     type Error = c_int;
 
     fn exchange(&mut self, bufs: &mut Buffers<'_>, sends: &[Xfer], recvs: &[Xfer]) -> Result<(), c_int> {
@@ -60,7 +67,7 @@ impl Transport for PmpiTransport {
     }
 }
 
-impl PmpiTransport {
+impl PmpiTransport<'_> {
     /// Posts one non-blocking call per piece of each transfer:
     /// `call(address, bytes, MPI_BYTE, peer, request)`.
     fn post(
@@ -75,9 +82,10 @@ impl PmpiTransport {
         let null = unsafe { RSMPI_REQUEST_NULL };
         for x in xfers {
             let base = raw.locate(x.region);
+            let peer = self.ranks.map_or(x.peer, |ranks| ranks[x.peer]);
             for (off, len) in pieces(x.region.len, MAX_PIECE) {
                 let mut req = null;
-                let rc = call(base.wrapping_add(off), len as c_int, byte, x.peer as c_int, &mut req);
+                let rc = call(base.wrapping_add(off), len as c_int, byte, peer as c_int, &mut req);
                 self.requests.push(req);
                 check(rc)?;
             }

@@ -24,7 +24,7 @@ mod ring;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
-use crate::exec::shm::NodeFn;
+use crate::exec::shm::{HierFn, NodeFn};
 
 /// One tunable parameter of an algorithm, e.g. a tree fan-out.
 #[derive(Debug)]
@@ -55,6 +55,8 @@ pub enum Impl {
     Schedule(BuildFn),
     /// Shared memory within one node.
     Node(NodeFn),
+    /// Node-aware: the node layer within nodes, a schedule between them.
+    Hier(HierFn),
 }
 
 pub struct Algorithm {
@@ -95,11 +97,24 @@ impl Algorithm {
         Algorithm { coll, name, summary, params: &[], check, imp: Impl::Node(run), layout_everywhere: false }
     }
 
+    /// A node-aware composition.
+    pub const fn hier(coll: Coll, name: &'static str, summary: &'static str, run: HierFn) -> Algorithm {
+        Algorithm {
+            coll,
+            name,
+            summary,
+            params: &[],
+            check: crate::exec::shm::hier::check,
+            imp: Impl::Hier(run),
+            layout_everywhere: false,
+        }
+    }
+
     /// The schedule builder, for schedule algorithms.
     pub fn schedule(&self) -> Option<BuildFn> {
         match self.imp {
             Impl::Schedule(build) => Some(build),
-            Impl::Node(_) => None,
+            Impl::Node(_) | Impl::Hier(_) => None,
         }
     }
 
@@ -309,10 +324,17 @@ pub static ALGORITHMS: &[Algorithm] = &[
     ),
     Algorithm::node(
         Coll::Gatherv,
+        "shm",
+        "one node: copy-in for small blocks, zero copy for large ones, as the root decides",
+        node::gatherv_auto,
+        node::on_one_node,
+    ),
+    Algorithm::node(
+        Coll::Gatherv,
         "shm_copy",
         "one node: blocks through shared memory, the root copying them into place",
         node::gatherv_copy_in,
-        node::on_one_node_gatherv,
+        node::on_one_node,
     ),
     Algorithm::node(
         Coll::Gatherv,
@@ -320,6 +342,25 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "one node: every rank writes its block straight into the root's buffer",
         node::gatherv_zero_copy,
         node::on_one_node_gatherv_zero_copy,
+    ),
+    Algorithm::hier(
+        Coll::Allreduce,
+        "hier",
+        "several nodes: reduce in each node, allreduce between nodes, broadcast in each node",
+        node::hier_allreduce,
+    ),
+    Algorithm::hier(
+        Coll::Reduce,
+        "hier",
+        "several nodes: reduce in each node, then between the nodes to the root",
+        node::hier_reduce,
+    ),
+    Algorithm::hier(Coll::Bcast, "hier", "several nodes: broadcast between nodes, then in each node", node::hier_bcast),
+    Algorithm::hier(
+        Coll::Gatherv,
+        "hier",
+        "several nodes: gather each node's blocks at one rank, which sends them to the root in one message",
+        node::hier_gatherv,
     ),
 ];
 

@@ -4,6 +4,7 @@
 //! in exec::shm::{reduce, bcast, gatherv}.
 
 use crate::core::call::CallDesc;
+use crate::exec::shm::hier::{self, Part};
 use crate::exec::shm::team::Team;
 use crate::exec::shm::{bcast, gatherv, reduce, NodeCall};
 use crate::exec::Combiner;
@@ -27,11 +28,8 @@ pub(super) fn on_one_node_zero_copy(desc: &CallDesc) -> Result<(), &'static str>
     }
 }
 
-/// ... and the root's layout fits a chunk area (16 bytes a rank).
-pub(super) fn on_one_node_gatherv(desc: &CallDesc) -> Result<(), &'static str> {
-    on_one_node(desc)
-}
-
+/// ... with zero copy, and the root's layout fits a chunk area (16 bytes a
+/// rank).
 pub(super) fn on_one_node_gatherv_zero_copy(desc: &CallDesc) -> Result<(), &'static str> {
     on_one_node_zero_copy(desc)?;
     if 16 * desc.size <= desc.topo.chunk {
@@ -80,12 +78,37 @@ pub(super) fn bcast_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn C
     bcast::zero_copy(team, data, root)
 }
 
-pub(super) fn gatherv_copy_in(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
-    let NodeCall::Gatherv(mut g) = call else { mismatch() };
-    gatherv::copy_in(team, &mut g)
+macro_rules! gathers {
+    ($($name:ident => $mode:expr;)*) => {$(
+        pub(super) fn $name(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+            let NodeCall::Gatherv(mut g) = call else { mismatch() };
+            gatherv::run(team, &mut g, $mode)
+        }
+    )*};
 }
 
-pub(super) fn gatherv_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
-    let NodeCall::Gatherv(mut g) = call else { mismatch() };
-    gatherv::zero_copy(team, &mut g)
+gathers! {
+    gatherv_auto => gatherv::Mode::Auto;
+    gatherv_copy_in => gatherv::Mode::CopyIn;
+    gatherv_zero_copy => gatherv::Mode::ZeroCopy;
+}
+
+pub(super) fn hier_allreduce(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let NodeCall::Reduce { bufs, .. } = call else { mismatch() };
+    hier::allreduce(part, desc, bufs, c)
+}
+
+pub(super) fn hier_reduce(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let NodeCall::Reduce { bufs, .. } = call else { mismatch() };
+    hier::reduce(part, desc, bufs, c)
+}
+
+pub(super) fn hier_bcast(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let NodeCall::Bcast { data, .. } = call else { mismatch() };
+    hier::bcast(part, desc, data, c)
+}
+
+pub(super) fn hier_gatherv(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let NodeCall::Gatherv(g) = call else { mismatch() };
+    hier::gatherv(part, desc, g, c)
 }

@@ -38,6 +38,11 @@ impl Coll {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// Reduce and Allreduce.
+    pub fn is_reduction(self) -> bool {
+        matches!(self, Coll::Allreduce | Coll::Reduce)
+    }
 }
 
 impl fmt::Display for Coll {

@@ -346,7 +346,7 @@ pub fn accepted_choices(coll: Coll) -> String {
 
 /// Parses `auto | mpi | <algorithm>[:key=value,...]`; the error, if any,
 /// says what is wrong beyond "unknown value".
-fn parse_choice(coll: Coll, value: &str) -> Result<Choice, Option<String>> {
+pub fn parse_choice(coll: Coll, value: &str) -> Result<Choice, Option<String>> {
     let value = value.trim();
     if value == "auto" {
         return Ok(Choice::Auto);

@@ -68,7 +68,13 @@ pub enum Decision {
 /// layout. Depends only on `cfg` and on what every rank knows alike, so
 /// every rank decides alike.
 pub fn decide(cfg: &Config, desc: &CallDesc, bytes: Option<usize>) -> Decision {
-    match &cfg.choices[desc.coll.index()] {
+    decide_with(cfg, &cfg.choices[desc.coll.index()], desc, bytes)
+}
+
+/// [`decide`] with the collective's choice given (a benchmark's or a
+/// tuner's override of the configured one).
+pub fn decide_with(cfg: &Config, choice: &Choice, desc: &CallDesc, bytes: Option<usize>) -> Decision {
+    match choice {
         Choice::Mpi => return Decision::Host(Reason::ForcedMpi),
         Choice::Force(algo, params) => {
             return match (algo.check)(desc) {
@@ -78,7 +84,8 @@ pub fn decide(cfg: &Config, desc: &CallDesc, bytes: Option<usize>) -> Decision {
         }
         Choice::Auto => {}
     }
-    let call = CallShape { coll: desc.coll, procs: desc.size, bytes, commutative: desc.commutative };
+    let call =
+        CallShape { coll: desc.coll, procs: desc.size, bytes, commutative: desc.commutative, nodes: desc.topo.nodes };
     let accepts = |t: &Target| match t {
         Target::Mpi => true,
         Target::Algo(a, _) => (a.check)(desc).is_ok(),

@@ -6,7 +6,7 @@
 //! rules  := rule { (newline | ';') rule }     '#' starts a comment
 //! rule   := collective { condition } target
 //! condition := key cmp number                 key: p (communicator size),
-//!                                             bytes (see below)
+//!                                             bytes (see below), nodes
 //!            | 'op=commutative' | 'op=noncommutative'
 //! cmp    := '<' | '<=' | '>' | '>=' | '='
 //! number := digits [ K | M | G ]              binary units (64K = 65536)
@@ -49,6 +49,8 @@ impl Cmp {
 pub enum Cond {
     Procs(Cmp, usize),
     Bytes(Cmp, usize),
+    /// Nodes the communicator spans.
+    Nodes(Cmp, usize),
     Commutative(bool),
 }
 
@@ -86,6 +88,7 @@ pub struct CallShape {
     /// `None` when not known (a Gatherv at a rank without the layout).
     pub bytes: Option<usize>,
     pub commutative: bool,
+    pub nodes: usize,
 }
 
 impl Rule {
@@ -99,6 +102,7 @@ impl Rule {
         for cond in &self.conds {
             let holds = match *cond {
                 Cond::Procs(cmp, v) => cmp.holds(call.procs, v),
+                Cond::Nodes(cmp, v) => cmp.holds(call.nodes, v),
                 Cond::Bytes(cmp, v) => match call.bytes {
                     Some(b) => cmp.holds(b, v),
                     None => {
@@ -264,6 +268,7 @@ fn parse_cond(tok: &str) -> Result<Cond, String> {
     match key {
         "p" => Ok(Cond::Procs(cmp, v)),
         "bytes" => Ok(Cond::Bytes(cmp, v)),
+        "nodes" => Ok(Cond::Nodes(cmp, v)),
         _ => Err(EXPECTED.to_string()),
     }
 }
@@ -308,7 +313,7 @@ mod tests {
     use super::*;
 
     fn call(coll: Coll, procs: usize, bytes: Option<usize>) -> CallShape {
-        CallShape { coll, procs, bytes, commutative: true }
+        CallShape { coll, procs, bytes, commutative: true, nodes: 1 }
     }
 
     #[test]
@@ -331,8 +336,12 @@ mod tests {
         assert!(rules.pick(&call(Coll::Allreduce, 8, None), |_| true).is_err());
         assert_eq!(pick(call(Coll::Bcast, 2, None)), Some("mpi"));
         // Parameters, units and comparisons.
-        let r = Rules::parse("reduce p=3 bytes>1M knomial:k=8", "t").unwrap();
-        assert_eq!(r.rules[0].conds, vec![Cond::Procs(Cmp::Eq, 3), Cond::Bytes(Cmp::Gt, 1 << 20)]);
+        let r = Rules::parse("reduce p=3 bytes>1M nodes>=2 knomial:k=8", "t").unwrap();
+        assert_eq!(
+            r.rules[0].conds,
+            vec![Cond::Procs(Cmp::Eq, 3), Cond::Bytes(Cmp::Gt, 1 << 20), Cond::Nodes(Cmp::Ge, 2)]
+        );
+        assert!(!r.rules[0].matches(&call(Coll::Reduce, 3, Some(2 << 20))).unwrap());
         assert!(matches!(&r.rules[0].target, Target::Algo(a, p) if a.name == "knomial" && p.0 == vec![8]));
     }
 

@@ -5,6 +5,7 @@
 
 pub mod bcast;
 pub mod gatherv;
+pub mod hier;
 pub mod reduce;
 pub mod segment;
 pub mod team;
@@ -29,6 +30,9 @@ pub enum NodeCall<'a> {
 
 /// A node algorithm, as the registry holds it.
 pub type NodeFn = fn(&mut team::Team<'_>, NodeCall<'_>, &dyn Combiner);
+
+/// A node-aware composition, as the registry holds it.
+pub type HierFn = fn(hier::Part<'_, '_>, &crate::core::call::CallDesc, NodeCall<'_>, &dyn Combiner);
 
 #[cfg(test)]
 mod tests;

@@ -47,6 +47,9 @@ pub struct Geometry {
 /// and lengths for zero copy).
 pub const PUBLISHED: usize = 6;
 
+/// Bytes of data that travel in the flags' own cache line.
+pub const INLINE: usize = 24;
+
 /// The first cache lines of a rank's control page.
 #[repr(C, align(64))]
 pub struct Control {
@@ -54,11 +57,12 @@ pub struct Control {
     pub ready: AtomicU64,
     /// The last step this rank has finished reading others' data for.
     pub done: AtomicU64,
-    _pad: [u64; 6],
-    /// Published words, one set per step parity like the chunk areas
-    /// (a line each).
+    /// Data of up to [`INLINE`] bytes, per step parity: a reader that sees
+    /// `ready` has the data in the same cache line (one miss, not two).
+    pub inline: [[AtomicU64; INLINE / 8]; 2],
+    /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
-    _pad2: [u64; 4],
+    _pad: [u64; 4],
 }
 
 /// A seed-002 set counter pair: the operation that filled the set last,
@@ -173,6 +177,11 @@ impl Segment {
     pub fn chunk_area(&self, r: usize, parity: u64) -> *mut u8 {
         // SAFETY: within the mapping (layout above).
         unsafe { self.base.add(self.geo.chunk_area(r, parity)) }
+    }
+
+    /// Rank `r`'s inline data slot for steps of this parity.
+    pub fn inline_area(&self, r: usize, parity: u64) -> *mut u8 {
+        self.control(r).inline[parity as usize % 2].as_ptr() as *mut u8
     }
 
     pub fn queue_slot(&self, r: usize, slot: usize) -> *mut u8 {

@@ -15,11 +15,16 @@
 //!   (release: its reads before the writer's next overwrite, which
 //!   acquires).
 //!
+//! Every algorithm finishes a step before it publishes a later one, so a
+//! rank seen at `ready >= s` is `done` with `s - 1`: waiting for everyone's
+//! step `s` also tells that no one still reads an area of step `s - 1`,
+//! and the next write to that parity needs no further look.
+//!
 //! Waiting spins, then yields, then naps ([`Backoff`]).
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use super::segment::{Segment, PUBLISHED};
+use super::segment::{Segment, INLINE, PUBLISHED};
 use crate::exec::wait::Backoff;
 
 /// Copies between this process and a peer's address space (Linux cross
@@ -75,34 +80,32 @@ impl Team<'_> {
         self.state.step
     }
 
-    /// This rank's chunk area for step `s` (writable only after
-    /// [`Team::writable`]).
-    pub fn my_area(&self, s: u64) -> *mut u8 {
-        self.seg.chunk_area(self.rank, s)
+    /// Where `len` bytes of rank `r`'s step `s` live: the inline slot next
+    /// to its flags if they fit, else its chunk area. A function of the
+    /// length, which writer and readers share.
+    fn data(&self, r: usize, s: u64, len: usize) -> *mut u8 {
+        assert!(len <= self.seg.geo.chunk, "{len} bytes do not fit a chunk area");
+        if len <= INLINE {
+            self.seg.inline_area(r, s)
+        } else {
+            self.seg.chunk_area(r, s)
+        }
     }
 
-    /// Rank `r`'s chunk area for step `s` (readable after
-    /// [`Team::wait_ready`]).
-    pub fn area(&self, r: usize, s: u64) -> *const u8 {
-        self.seg.chunk_area(r, s)
-    }
-
-    /// The first `len` bytes of rank `r`'s area of step `s`, to read.
+    /// `len` bytes of rank `r`'s data of step `s`, to read.
     pub fn area_bytes(&self, r: usize, s: u64, len: usize) -> &[u8] {
-        assert!(len <= self.seg.geo.chunk);
         // SAFETY: within the segment; the step protocol guarantees that
         // nobody writes this area between `r`'s publish of `s` (which the
         // caller waited for) and this rank's `finish(s)`.
-        unsafe { std::slice::from_raw_parts(self.area(r, s), len) }
+        unsafe { std::slice::from_raw_parts(self.data(r, s, len), len) }
     }
 
-    /// The first `len` bytes of this rank's area of step `s`, to write.
+    /// `len` bytes of this rank's data of step `s`, to write.
     #[allow(clippy::mut_from_ref)]
     pub fn my_area_bytes(&self, s: u64, len: usize) -> &mut [u8] {
-        assert!(len <= self.seg.geo.chunk);
         // SAFETY: within the segment; after `writable(s)` no one reads this
         // area until this rank publishes `s`, and only this rank writes it.
-        unsafe { std::slice::from_raw_parts_mut(self.my_area(s), len) }
+        unsafe { std::slice::from_raw_parts_mut(self.data(self.rank, s, len), len) }
     }
 
     /// Waits until this rank may overwrite its chunk area for step `s`.
@@ -153,11 +156,13 @@ impl Team<'_> {
     }
 
     /// Waits until every rank has published step `s`. Each has then
-    /// finished its steps before `s`, which [`Team::writable`] can rely on.
-    pub fn wait_all_ready(&self, s: u64) {
+    /// finished its steps before `s` (see the module documentation), which
+    /// [`Team::writable`] relies on without looking again.
+    pub fn wait_all_ready(&mut self, s: u64) {
         for r in 0..self.size {
             self.wait_ready(r, s);
         }
+        self.state.known_done = self.state.known_done.max(s - 1);
     }
 
     /// This rank has read all it needs of step `s` (and earlier).

@@ -263,10 +263,10 @@ fn gathers_put_every_block_in_place_across_many_calls() {
             let mut rng = Rng(p as u64 * 77 + rank as u64);
             let mut plan = Rng(p as u64 + 500);
             for call in 0..100 {
-                let zero_copy = plan.below(2) == 0;
+                let mode = [gatherv::Mode::CopyIn, gatherv::Mode::ZeroCopy, gatherv::Mode::Auto][plan.below(3)];
                 let root = plan.below(p);
                 let in_place = plan.below(3) == 0;
-                let layout = random_layout(p, [3, 40, 250][plan.below(3)], plan.next_u64());
+                let layout = random_layout(p, [3, 40, 250, 20000][plan.below(4)], plan.next_u64());
                 let byte = |r: usize, i: usize| (r * 37 + i * 11 + call) as u8;
                 let (off, len) = layout.blocks[rank];
                 let block: Vec<u8> = (0..len).map(|i| byte(rank, i)).collect();
@@ -284,11 +284,7 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                     in_place: rank == root && in_place,
                 };
                 jitter(&mut rng);
-                if zero_copy {
-                    gatherv::zero_copy(team, &mut g);
-                } else {
-                    gatherv::copy_in(team, &mut g);
-                }
+                gatherv::run(team, &mut g, mode);
                 if rank == root {
                     let mut want = vec![0xEE; extent];
                     for (r, &(o, l)) in layout.blocks.iter().enumerate() {
@@ -296,9 +292,235 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                             want[o + i] = byte(r, i);
                         }
                     }
-                    assert_eq!(recv, want, "p={p} call={call} zero_copy={zero_copy} root={root} in_place={in_place}");
+                    assert_eq!(recv, want, "p={p} call={call} {mode:?} root={root} in_place={in_place}");
                 }
             }
         });
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Compositions over several simulated nodes.
+
+mod multi {
+    use super::*;
+    use crate::algos;
+    use crate::core::call::{CallDesc, GatherLayout, Topo};
+    use crate::core::schedule::Xfer;
+    use crate::core::types::Coll;
+    use crate::exec::shm::gatherv::Gather;
+    use crate::exec::shm::hier::{self, BetweenNodes, NodeMap, Part};
+    use crate::exec::Transport;
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::{Condvar, Mutex};
+
+    /// Buffered messages between threads, first in first out per pair.
+    #[derive(Default)]
+    struct Mail {
+        boxes: Mutex<HashMap<(usize, usize), VecDeque<Vec<u8>>>>,
+        arrived: Condvar,
+    }
+
+    /// A transport between threads; schedule peer i is thread `ranks[i]`.
+    struct ThreadTransport<'a> {
+        mail: &'a Mail,
+        me: usize,
+        ranks: &'a [usize],
+    }
+
+    impl Transport for ThreadTransport<'_> {
+        type Error = ();
+        fn exchange(&mut self, bufs: &mut Buffers<'_>, sends: &[Xfer], recvs: &[Xfer]) -> Result<(), ()> {
+            for x in sends {
+                let bytes = bufs.read(x.region).to_vec();
+                self.mail.boxes.lock().unwrap().entry((self.me, self.ranks[x.peer])).or_default().push_back(bytes);
+                self.mail.arrived.notify_all();
+            }
+            for x in recvs {
+                let key = (self.ranks[x.peer], self.me);
+                let mut boxes = self.mail.boxes.lock().unwrap();
+                let msg = loop {
+                    if let Some(m) = boxes.get_mut(&key).and_then(VecDeque::pop_front) {
+                        break m;
+                    }
+                    boxes = self.mail.arrived.wait(boxes).unwrap();
+                };
+                bufs.write(x.region).copy_from_slice(&msg);
+            }
+            Ok(())
+        }
+    }
+
+    /// Runs the inter-node stage with a fixed point-to-point algorithm.
+    struct Between<'a> {
+        mail: &'a Mail,
+        me: usize,
+    }
+
+    impl BetweenNodes for Between<'_> {
+        fn run(
+            &mut self,
+            desc: &CallDesc,
+            reps: &[usize],
+            layout: &GatherLayout,
+            send: Option<&[u8]>,
+            recv: &mut [u8],
+            c: &dyn Combiner,
+        ) {
+            let name = match desc.coll {
+                Coll::Allreduce => "rabenseifner",
+                Coll::Reduce => "binomial",
+                Coll::Bcast => "knomial",
+                Coll::Gatherv => "linear",
+            };
+            let algo = algos::find(desc.coll, name).unwrap();
+            let sched = (algo.schedule().unwrap())(desc, &algo.default_params(), layout);
+            let mut scratch = vec![0u8; sched.scratch_bytes];
+            let mut bufs = Buffers { send, recv, scratch: &mut scratch };
+            let mut t = ThreadTransport { mail: self.mail, me: self.me, ranks: reps };
+            crate::exec::run(&sched, &mut bufs, &mut t, c).unwrap();
+        }
+    }
+
+    /// Runs `body` on one thread per rank, `node_of[r]` giving rank r's node.
+    fn on_nodes(node_of: &[usize], body: impl Fn(usize, Part<'_, '_>, Topo) + Sync) {
+        let nodes = node_of.iter().max().unwrap() + 1;
+        let local_of: Vec<usize> =
+            (0..node_of.len()).map(|r| node_of[..r].iter().filter(|&&n| n == node_of[r]).count()).collect();
+        let sizes: Vec<usize> = (0..nodes).map(|n| node_of.iter().filter(|&&m| m == n).count()).collect();
+        let heaps: Vec<HeapSegment> =
+            sizes.iter().map(|&s| HeapSegment::new(Geometry { ranks: s, ..TEST_GEO })).collect();
+        let contiguous = node_of.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1);
+        let topo = Topo { nodes, contiguous, shm: true, zcopy: true, chunk: TEST_GEO.chunk };
+        let mail = Mail::default();
+        let map = NodeMap { node_of, local_of: &local_of };
+        let (heaps, mail, map, body, local_of, sizes) = (&heaps, &mail, &map, &body, &local_of, &sizes);
+        std::thread::scope(|scope| {
+            for rank in 0..node_of.len() {
+                scope.spawn(move || {
+                    let run = std::panic::AssertUnwindSafe(|| {
+                        let node = node_of[rank];
+                        let mut state = TeamState::default();
+                        let mut team = Team {
+                            rank: local_of[rank],
+                            size: sizes[node],
+                            seg: &heaps[node].seg,
+                            peers: Some(&Threads),
+                            state: &mut state,
+                            queue: Default::default(),
+                        };
+                        let mut inter = Between { mail, me: rank };
+                        for _ in 0..1 {
+                            body(rank, Part { team: &mut team, map, rank, inter: &mut inter }, topo);
+                        }
+                    });
+                    if std::panic::catch_unwind(run).is_err() {
+                        let _ = std::io::Write::write_all(
+                            &mut std::io::stderr(),
+                            format!("rank {rank} panicked\n").as_bytes(),
+                        );
+                        std::process::exit(101);
+                    }
+                });
+            }
+        });
+    }
+
+    fn desc(coll: Coll, rank: usize, size: usize, root: usize, bytes: usize, topo: Topo) -> CallDesc {
+        CallDesc { coll, rank, size, root, bytes, unit: 8, commutative: false, in_place: false, topo }
+    }
+
+    const LAYOUTS: [&[usize]; 4] = [&[0, 0, 1, 1, 1, 2], &[0, 1], &[0, 0, 0, 1, 1, 1, 1, 2, 2], &[0, 1, 1, 2, 2, 2]];
+
+    #[test]
+    fn compositions_are_exact_over_uneven_nodes() {
+        for node_of in LAYOUTS {
+            let p = node_of.len();
+            for count in [1, 5, 40] {
+                for root in [0, p / 2, p - 1] {
+                    on_nodes(node_of, |rank, part, topo| {
+                        let op = Interval { combined: AtomicU64::new(0) };
+                        let input = vector(p, rank, count);
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
+                        let mut recv = vec![0u8; count * 8];
+                        let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
+                        hier::allreduce(
+                            part,
+                            &d,
+                            Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
+                            &op,
+                        );
+                        for (j, e) in recv.chunks_exact(8).enumerate() {
+                            assert_eq!(
+                                u64::from_le_bytes(e.try_into().unwrap()),
+                                expected(p, j),
+                                "allreduce {node_of:?} rank {rank} count {count}"
+                            );
+                        }
+                    });
+                    on_nodes(node_of, |rank, part, topo| {
+                        let op = Interval { combined: AtomicU64::new(0) };
+                        let input = vector(p, rank, count);
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
+                        let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
+                        let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
+                        hier::reduce(
+                            part,
+                            &d,
+                            Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
+                            &op,
+                        );
+                        for (j, e) in recv.chunks_exact(8).enumerate() {
+                            assert_eq!(
+                                u64::from_le_bytes(e.try_into().unwrap()),
+                                expected(p, j),
+                                "reduce {node_of:?} root {root} count {count}"
+                            );
+                        }
+                    });
+                    on_nodes(node_of, |rank, part, topo| {
+                        let n = count * 37;
+                        let want: Vec<u8> = (0..n).map(|i| (i * 7 + root) as u8).collect();
+                        let mut data = if rank == root { want.clone() } else { vec![0; n] };
+                        let d = desc(Coll::Bcast, rank, p, root, n, topo);
+                        hier::bcast(part, &d, &mut data, &NoOp);
+                        assert_eq!(data, want, "bcast {node_of:?} rank {rank} root {root}");
+                    });
+                    on_nodes(node_of, |rank, part, topo| {
+                        let layout = crate::sim::check::random_layout(p, count * 9, (count * 31 + root) as u64);
+                        let byte = |r: usize, i: usize| (r * 37 + i * 11) as u8;
+                        let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
+                        let extent = layout.blocks.iter().map(|&(o, l)| o + l).max().unwrap_or(0) + 1;
+                        let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
+                        let none = GatherLayout::default();
+                        let g = Gather {
+                            send: &block,
+                            recv: &mut recv,
+                            layout: if rank == root { &layout } else { &none },
+                            root,
+                            in_place: false,
+                        };
+                        let d = CallDesc { unit: 1, ..desc(Coll::Gatherv, rank, p, root, block.len(), topo) };
+                        hier::gatherv(part, &d, g, &NoOp);
+                        if rank == root {
+                            let mut want = vec![0xEE; extent];
+                            for (r, &(o, l)) in layout.blocks.iter().enumerate() {
+                                for i in 0..l {
+                                    want[o + i] = byte(r, i);
+                                }
+                            }
+                            assert_eq!(recv, want, "gatherv {node_of:?} root {root} count {count}");
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    struct NoOp;
+    impl Combiner for NoOp {
+        fn combine(&self, _: &[u8], _: &mut [u8]) {
+            unreachable!()
+        }
     }
 }
