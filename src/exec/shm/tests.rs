@@ -314,10 +314,13 @@ mod multi {
     use std::collections::{HashMap, VecDeque};
     use std::sync::{Condvar, Mutex};
 
+    /// Messages from one thread to another, in order.
+    type Mailboxes = HashMap<(usize, usize), VecDeque<Vec<u8>>>;
+
     /// Buffered messages between threads, first in first out per pair.
     #[derive(Default)]
     struct Mail {
-        boxes: Mutex<HashMap<(usize, usize), VecDeque<Vec<u8>>>>,
+        boxes: Mutex<Mailboxes>,
         arrived: Condvar,
     }
 
@@ -410,9 +413,7 @@ mod multi {
                             queue: Default::default(),
                         };
                         let mut inter = Between { mail, me: rank };
-                        for _ in 0..1 {
-                            body(rank, Part { team: &mut team, map, rank, inter: &mut inter }, topo);
-                        }
+                        body(rank, Part { team: &mut team, map, rank, inter: &mut inter }, topo);
                     });
                     if std::panic::catch_unwind(run).is_err() {
                         let _ = std::io::Write::write_all(
