@@ -184,7 +184,10 @@ done
 
 # -------------------------------------------------------------------- run
 CORES=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
-mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' | grep -v '^PCOLL_LIB_' || true)
+# PCOLL_LIB_* configure this script, not the library (which rejects
+# unknown PCOLL_* names): the ranks must not inherit them.
+unset PCOLL_LIB_MPICH PCOLL_LIB_OPENMPI
+mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' || true)
 
 # run_one MPI NRANKS TAG [bench args...]; EXTRA_ENV (NAME=VALUE words)
 # reaches the ranks too.

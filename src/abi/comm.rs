@@ -15,13 +15,19 @@ use crate::core::call::Topo;
 use crate::exec::cache::ScheduleCache;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 pub(super) struct CommState {
     /// The private duplicate; MPI_COMM_NULL once released at finalize.
     pub private: MPI_Comm,
+    /// This rank and the size of the communicator (an intracommunicator of
+    /// more than one rank: pcoll keeps no state for others).
+    pub rank: usize,
+    pub size: usize,
     /// Schedules of calls on this communicator. A communicator is used by
     /// one thread at a time (MPI's rule for collectives), so the lock is
     /// never contended; it makes the state shareable.
@@ -59,19 +65,54 @@ fn keyval() -> Result<c_int, c_int> {
         .copied()
 }
 
-/// pcoll's state for `comm`, created on first use (collective over `comm`
-/// the first time). It stays valid until the user frees `comm`, which MPI
-/// forbids during a collective on it.
-pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
-    let keyval = keyval()?;
+/// Bumped whenever a state is deleted: a communicator handle can be reused
+/// only after its communicator is freed, so a cached (handle, state) pair
+/// of an older epoch may be stale and one of the current epoch is not.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The last communicator this thread looked up: (handle, state, epoch).
+    /// Open MPI's attribute lookup takes a global lock; a loop of calls on
+    /// one communicator skips it.
+    static LAST: Cell<Option<(MPI_Comm, usize, u64)>> = const { Cell::new(None) };
+}
+
+/// pcoll's state for `comm` if it has one already.
+pub(super) fn lookup<'a>(comm: MPI_Comm) -> Option<&'a CommState> {
+    // Acquire: pairs with the release bump of a deletion, so a cached state
+    // of the current epoch was not deleted.
+    let epoch = EPOCH.load(Ordering::Acquire);
+    if let Some((c, state, e)) = LAST.get() {
+        if c == comm && e == epoch {
+            // SAFETY: a live state (its epoch is current), see EPOCH.
+            return Some(unsafe { &*(state as *const CommState) });
+        }
+    }
+    let keyval = *KEYVAL.get()?;
     let mut value: *mut c_void = std::ptr::null_mut();
     let mut found: c_int = 0;
     // SAFETY: MPI writes the attribute (a pointer) into `value`.
-    check(unsafe { PMPI_Comm_get_attr(comm, keyval, (&mut value as *mut *mut c_void).cast(), &mut found) })?;
-    if found != 0 {
-        // SAFETY: only pcoll sets this keyval, always to a leaked Box<CommState>
-        // that lives until the attribute is deleted.
-        return Ok(unsafe { &*(value as *const CommState) });
+    let rc = unsafe { PMPI_Comm_get_attr(comm, keyval, (&mut value as *mut *mut c_void).cast(), &mut found) };
+    // SAFETY: only pcoll sets this keyval, always to a leaked Box<CommState>
+    // that lives until the attribute is deleted.
+    let state = (rc == MPI_SUCCESS as c_int && found != 0).then(|| unsafe { &*(value as *const CommState) })?;
+    LAST.set(Some((comm, state as *const CommState as usize, epoch)));
+    Some(state)
+}
+
+/// pcoll's state for `comm`, an intracommunicator of more than one rank,
+/// created on first use (collective over `comm` then). It stays valid until
+/// the user frees `comm`, which MPI forbids during a collective on it.
+pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
+    let keyval = keyval()?;
+    if let Some(state) = lookup(comm) {
+        return Ok(state);
+    }
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: a valid communicator; out-pointers are locals.
+    unsafe {
+        PMPI_Comm_rank(comm, &mut rank);
+        PMPI_Comm_size(comm, &mut size);
     }
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
@@ -83,7 +124,13 @@ pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
             return Err(rc);
         }
     };
-    let state = Box::into_raw(Box::new(CommState { private, schedules: Mutex::default(), node }));
+    let state = Box::into_raw(Box::new(CommState {
+        private,
+        rank: rank as usize,
+        size: size as usize,
+        schedules: Mutex::default(),
+        node,
+    }));
     LIVE.lock().unwrap().get_or_insert_with(HashSet::new).insert(state as usize);
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
     check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
@@ -109,6 +156,8 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
         if let Some(live) = LIVE.lock().unwrap().as_mut() {
             live.remove(&(value as usize));
         }
+        // Release: this deletion is seen by any later lookup's acquire.
+        EPOCH.fetch_add(1, Ordering::Release);
         // SAFETY: `value` is the Box<CommState> pcoll attached; MPI calls this once per attribute.
         let mut state = unsafe { Box::from_raw(value as *mut CommState) };
         state.release();
@@ -123,6 +172,8 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
 /// while MPI still works. The states stay (marked released) until MPI
 /// deletes their attributes, if it ever does.
 pub(super) fn release_all() {
+    // Release: as for a deletion (the states become unusable).
+    EPOCH.fetch_add(1, Ordering::Release);
     let live = LIVE.lock().unwrap().take().unwrap_or_default();
     for address in live {
         // SAFETY: addresses in LIVE are boxes whose attribute was not yet

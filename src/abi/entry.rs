@@ -67,11 +67,15 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
 
 /// (rank, size) of an intracommunicator of more than one rank; `None` for
 /// MPI_COMM_NULL, intercommunicators and single-rank communicators, which
-/// the host MPI handles.
+/// the host MPI handles. A communicator pcoll already knows costs one
+/// attribute lookup.
 pub(super) fn comm_shape(comm: MPI_Comm) -> Option<(usize, usize)> {
     // SAFETY: reads the handle constant.
     if comm == unsafe { RSMPI_COMM_NULL } {
         return None;
+    }
+    if let Some(state) = comm::lookup(comm) {
+        return Some((state.rank, state.size));
     }
     let (mut inter, mut rank, mut size) = (0, 0, 0);
     // SAFETY: `comm` is a non-null communicator handle from the user; out-pointers are locals.

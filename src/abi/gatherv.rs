@@ -23,6 +23,7 @@ use crate::select::config::GathervMode;
 use crate::select::wire::{decode, encode, HEADER};
 use crate::select::{self, Decision};
 use mpi_sys::*;
+use std::borrow::Cow;
 use std::os::raw::{c_int, c_void};
 use Outcome::{Done, Forward};
 
@@ -75,13 +76,11 @@ fn layout_of(blocks: &[(i64, i64)], recvtype: MPI_Datatype) -> Result<Layout, &'
             .collect();
         return Ok(Layout { ty, layout: GatherLayout { blocks: layout }, base: 0, span: cursor });
     }
-    let offsets: Vec<(isize, usize)> =
-        blocks.iter().zip(lens).map(|(&(_, displ), len)| (displ as isize * ty.extent, len)).collect();
-    let filled = || offsets.iter().filter(|&&(_, len)| len > 0);
-    let base = filled().map(|&(off, _)| off).min().unwrap_or(0);
-    let end = filled().map(|&(off, len)| off + len as isize).max().unwrap_or(0);
-    let layout =
-        offsets.iter().map(|&(off, len)| if len > 0 { ((off - base) as usize, len) } else { (0, 0) }).collect();
+    let offsets = || blocks.iter().zip(lens.clone()).map(|(&(_, displ), len)| (displ as isize * ty.extent, len));
+    let filled = || offsets().filter(|&(_, len)| len > 0);
+    let base = filled().map(|(off, _)| off).min().unwrap_or(0);
+    let end = filled().map(|(off, len)| off + len as isize).max().unwrap_or(0);
+    let layout = offsets().map(|(off, len)| if len > 0 { ((off - base) as usize, len) } else { (0, 0) }).collect();
     Ok(Layout { ty, layout: GatherLayout { blocks: layout }, base, span: (end - base) as usize })
 }
 
@@ -101,13 +100,18 @@ fn largest(layout: &GatherLayout) -> usize {
     layout.blocks.iter().map(|b| b.1).max().unwrap_or(0)
 }
 
+/// The known layout, or an empty one (a rank without the arguments).
+fn layout_or_none(known: &Option<Layout>) -> Cow<'_, GatherLayout> {
+    known.as_ref().map_or(Cow::Owned(GatherLayout::default()), |k| Cow::Borrowed(&k.layout))
+}
+
 /// The root broadcasts its decision and layout; returns them at every rank.
 fn agree(
     private: MPI_Comm,
     root: usize,
     size: usize,
-    mine: Option<(Decision, GatherLayout)>,
-) -> Result<(Decision, GatherLayout), c_int> {
+    mine: Option<(Decision, &GatherLayout)>,
+) -> Result<(Decision, Cow<'_, GatherLayout>), c_int> {
     let mut words = match &mine {
         Some((decision, layout)) => encode(decision, layout),
         None => vec![0u64; HEADER + 2 * size],
@@ -118,7 +122,13 @@ fn agree(
     check(unsafe {
         PMPI_Bcast(words.as_mut_ptr().cast(), bytes as c_int, super::shim::pcoll_dtype_byte(), root as c_int, private)
     })?;
-    Ok(mine.unwrap_or_else(|| decode(&words)))
+    Ok(match mine {
+        Some((decision, layout)) => (decision, Cow::Borrowed(layout)),
+        None => {
+            let (decision, layout) = decode(&words);
+            (decision, Cow::Owned(layout))
+        }
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -198,12 +208,12 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             // SAFETY: this rank cannot take part in the agreed algorithm; stop the job.
             unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
         }
-        (d, known.as_ref().map(|k| k.layout.clone()).unwrap_or_default())
+        (d, layout_or_none(&known))
     } else {
         match decide(None) {
-            d @ Decision::Host(_) => (d, GatherLayout::default()),
+            d @ Decision::Host(_) => (d, Cow::Owned(GatherLayout::default())),
             d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => {
-                (d, known.as_ref().map(|k| k.layout.clone()).unwrap_or_default())
+                (d, layout_or_none(&known))
             }
             first => {
                 let mine = known.as_ref().filter(|_| is_root).map(|k| {
@@ -211,7 +221,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
                         Decision::NeedsLayout => decide(Some(largest(&k.layout))),
                         d => d,
                     };
-                    (d, k.layout.clone())
+                    (d, &k.layout)
                 });
                 match agree(state.private, root, size, mine) {
                     Ok(agreed) => agreed,
@@ -246,8 +256,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             Some(&packed_send)
         }
     };
-    let at_root = known.filter(|_| is_root);
-    let Some(plan) = at_root else {
+    let Some(plan) = known.as_ref().filter(|_| is_root) else {
         return Done(execute(rt, state, &call, &layout, send, &mut [], &NoReduction));
     };
     if plan.ty.dense {

@@ -6,10 +6,11 @@ use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::exec::kernels::{self, Kernel};
 use crate::exec::Combiner;
 use mpi_sys::*;
+use std::cell::RefCell;
 use std::os::raw::c_int;
 
 /// Memory layout of `count` elements of a datatype.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct TypeLayout {
     /// Bytes of data per element (the type signature's size).
     pub size: usize,
@@ -31,15 +32,48 @@ pub(super) fn is_usable_type(datatype: MPI_Datatype) -> bool {
     }
 }
 
+/// A predefined datatype's class, representation and layout.
+type Predefined = (MPI_Datatype, class::Type, repr::Type, TypeLayout);
+
+thread_local! {
+    /// The predefined datatypes this thread used last: their handles never
+    /// change meaning, so their class and layout (three MPI queries) are
+    /// looked up once. Derived types are not kept (a freed handle can be
+    /// reused for another type).
+    static PREDEFINED: RefCell<[Option<Predefined>; 4]> = const { RefCell::new([None; 4]) };
+}
+
+fn cached(datatype: MPI_Datatype) -> Option<Predefined> {
+    PREDEFINED.with_borrow(|all| all.iter().flatten().find(|p| p.0 == datatype).copied())
+}
+
 fn classify(datatype: MPI_Datatype) -> (class::Type, repr::Type) {
+    if let Some((_, cls, rep, _)) = cached(datatype) {
+        return (cls, rep);
+    }
     let mut rep: c_int = 0;
     // SAFETY: the shim only compares the handle with the predefined ones.
-    let cls = unsafe { shim::pcoll_dtype_class(datatype, &mut rep) };
-    (cls as class::Type, rep as repr::Type)
+    let cls = unsafe { shim::pcoll_dtype_class(datatype, &mut rep) } as class::Type;
+    if !matches!(cls, class::PCOLL_CLASS_NULL | class::PCOLL_CLASS_DERIVED) {
+        let entry = (datatype, cls, rep as repr::Type, query_layout(datatype));
+        PREDEFINED.with_borrow_mut(|all| {
+            all.rotate_right(1);
+            all[0] = Some(entry);
+        });
+    }
+    (cls, rep as repr::Type)
+}
+
+/// The layout of a (non-null) datatype.
+pub(super) fn layout(datatype: MPI_Datatype) -> TypeLayout {
+    match cached(datatype) {
+        Some((.., layout)) => layout,
+        None => query_layout(datatype),
+    }
 }
 
 /// The layout of a (non-null) datatype, from the host MPI.
-pub(super) fn layout(datatype: MPI_Datatype) -> TypeLayout {
+fn query_layout(datatype: MPI_Datatype) -> TypeLayout {
     let (mut size, mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0, 0);
     // SAFETY: the out-pointers are valid locals; the handle is not null.
     unsafe {
