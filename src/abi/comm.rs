@@ -11,12 +11,14 @@
 use super::node::Node;
 use super::shim;
 use super::transport::check;
+use super::window::Leaders;
 use crate::core::call::Topo;
 use crate::exec::cache::ScheduleCache;
+use crate::exec::shm::hier::Memo;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -34,6 +36,10 @@ pub(super) struct CommState {
     pub schedules: Mutex<ScheduleCache>,
     /// This rank's node: its ranks, segment and zero copy.
     pub node: Node,
+    /// The node leaders' communicator and one-sided window (SALaR).
+    pub leaders: Mutex<Leaders>,
+    /// What the node-aware compositions remember between calls.
+    pub memo: Mutex<Memo>,
 }
 
 impl CommState {
@@ -41,7 +47,9 @@ impl CommState {
         self.node.topo
     }
 
+    /// Frees what pcoll made for the communicator.
     fn release(&mut self) {
+        self.leaders.get_mut().unwrap().release();
         self.node.release();
         free_comm(&mut self.private);
     }
@@ -52,7 +60,7 @@ impl CommState {
 static KEYVAL: OnceCell<c_int> = OnceCell::new();
 
 /// Addresses of every live `CommState`, for [`release_all`].
-static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
 
 fn keyval() -> Result<c_int, c_int> {
     KEYVAL
@@ -130,8 +138,10 @@ pub(super) fn state<'a>(comm: MPI_Comm) -> Result<&'a CommState, c_int> {
         size: size as usize,
         schedules: Mutex::default(),
         node,
+        leaders: Mutex::default(),
+        memo: Mutex::default(),
     }));
-    LIVE.lock().unwrap().get_or_insert_with(HashSet::new).insert(state as usize);
+    LIVE.lock().unwrap().insert(state as usize);
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
     check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
     log::debug!("created the private communicator for a communicator");
@@ -153,9 +163,7 @@ pub(super) fn free_comm(comm: &mut MPI_Comm) {
 /// is deleting attributes at finalize).
 unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
     let outcome = std::panic::catch_unwind(|| {
-        if let Some(live) = LIVE.lock().unwrap().as_mut() {
-            live.remove(&(value as usize));
-        }
+        LIVE.lock().unwrap().remove(&(value as usize));
         // Release: this deletion is seen by any later lookup's acquire.
         EPOCH.fetch_add(1, Ordering::Release);
         // SAFETY: `value` is the Box<CommState> pcoll attached; MPI calls this once per attribute.
@@ -168,17 +176,21 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
     MPI_SUCCESS as c_int
 }
 
-/// Frees every private communicator still alive; called at MPI_Finalize
-/// while MPI still works. The states stay (marked released) until MPI
-/// deletes their attributes, if it ever does.
+/// Frees what pcoll made for every communicator still alive; called at
+/// MPI_Finalize while MPI still works. The leaders' windows are freed
+/// collectively, so the states go in the job-wide order of their windows
+/// (see `window::Window::agree_on_id`). The states stay (marked released)
+/// until MPI deletes their attributes, if it ever does.
 pub(super) fn release_all() {
     // Release: as for a deletion (the states become unusable).
     EPOCH.fetch_add(1, Ordering::Release);
-    let live = LIVE.lock().unwrap().take().unwrap_or_default();
-    for address in live {
-        // SAFETY: addresses in LIVE are boxes whose attribute was not yet
-        // deleted; at finalize no other thread runs collectives.
-        let state = unsafe { &mut *(address as *mut CommState) };
+    let live = std::mem::take(&mut *LIVE.lock().unwrap());
+    // SAFETY: addresses in LIVE are boxes whose attribute was not yet
+    // deleted; at finalize no other thread runs collectives.
+    let mut states: Vec<&mut CommState> =
+        live.into_iter().map(|address| unsafe { &mut *(address as *mut CommState) }).collect();
+    states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
+    for state in states {
         state.release();
     }
     if let Some(&keyval) = KEYVAL.get() {

@@ -6,6 +6,7 @@ use super::comm::CommState;
 use super::handles::{self, Combine, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
+use super::window::Leaders;
 use super::{comm, gatherv, shim};
 use crate::algos::{Algorithm, Impl, Params};
 use crate::core::call::{CallDesc, GatherLayout};
@@ -13,6 +14,7 @@ use crate::core::types::Coll;
 use crate::exec::shm::gatherv::Gather;
 use crate::exec::shm::hier::{BetweenNodes, NodeMap, Part};
 use crate::exec::shm::reduce;
+use crate::exec::shm::salar::OneSided;
 use crate::exec::shm::team::{PeerMemory, Team};
 use crate::exec::shm::NodeCall;
 use crate::exec::{self, Buffers, Combiner, NoReduction};
@@ -21,6 +23,7 @@ use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::MutexGuard;
 use std::time::Instant;
 
 /// What pcoll does with a call.
@@ -187,7 +190,7 @@ pub(super) fn execute(
                 scratch.resize(need, 0);
             }
             let bufs = Buffers { send, recv, scratch: &mut scratch };
-            run_on_node(rt, state, &call.desc, layout, bufs, call.algo.imp, combiner);
+            run_on_node(rt, state, call, layout, bufs, combiner);
             MPI_SUCCESS as c_int
         }
     };
@@ -205,12 +208,12 @@ pub(super) fn execute(
 fn run_on_node(
     rt: &Runtime,
     state: &CommState,
-    desc: &CallDesc,
+    call: &Planned,
     layout: &GatherLayout,
     bufs: Buffers<'_>,
-    imp: Impl,
     combiner: &dyn Combiner,
 ) {
+    let desc = &call.desc;
     let node = &state.node;
     let mapping = node.mapping.as_ref().expect("a node algorithm runs where the segment is");
     let mut team_state = node.state.lock().unwrap();
@@ -235,12 +238,21 @@ fn run_on_node(
             in_place: desc.in_place,
         }),
     };
-    match imp {
+    match call.algo.imp {
         Impl::Node(run) => run(&mut team, node_call, combiner),
         Impl::Hier(run) => {
             let map = NodeMap { node_of: &node.node_of, local_of: &node.local_of };
-            let mut inter = PmpiBetween { rt, state };
-            run(Part { team: &mut team, map: &map, rank: desc.rank, inter: &mut inter }, desc, node_call, combiner)
+            let mut inter = PmpiBetween { rt, state, leaders: None };
+            let part = Part {
+                team: &mut team,
+                map: &map,
+                rank: desc.rank,
+                inter: &mut inter,
+                params: &call.params.0,
+                leaders: rt.cfg.shm.leaders,
+                memo: &mut state.memo.lock().unwrap(),
+            };
+            run(part, desc, node_call, combiner)
         }
         Impl::Schedule(_) => unreachable!("schedules run over the transport"),
     }
@@ -251,6 +263,8 @@ fn run_on_node(
 struct PmpiBetween<'a> {
     rt: &'a Runtime,
     state: &'a CommState,
+    /// The leaders' window while a call uses it.
+    leaders: Option<MutexGuard<'a, Leaders>>,
 }
 
 impl BetweenNodes for PmpiBetween<'_> {
@@ -283,6 +297,13 @@ impl BetweenNodes for PmpiBetween<'_> {
         if let Err(rc) = exec::run(&sched, &mut bufs, &mut transport, combiner) {
             panic!("the {} between nodes failed: MPI error {rc}", desc.coll);
         }
+    }
+
+    fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
+        let node = self.state.node.node_of[self.state.rank];
+        let private = self.state.private;
+        let leaders = self.leaders.insert(self.state.leaders.lock().unwrap());
+        leaders.window(private, leader, node, bytes).map(|w| w as &mut dyn OneSided)
     }
 }
 
@@ -696,7 +717,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { PMPI_Init(argc, argv) };
     if rc == MPI_SUCCESS as c_int {
-        let _ = catch_unwind(|| runtime::after_init());
+        let _ = catch_unwind(runtime::after_init);
     }
     rc
 }
@@ -713,7 +734,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { PMPI_Init_thread(argc, argv, required, provided) };
     if rc == MPI_SUCCESS as c_int {
-        let _ = catch_unwind(|| runtime::after_init());
+        let _ = catch_unwind(runtime::after_init);
     }
     rc
 }

@@ -212,9 +212,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     } else {
         match decide(None) {
             d @ Decision::Host(_) => (d, Cow::Owned(GatherLayout::default())),
-            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => {
-                (d, layout_or_none(&known))
-            }
+            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => (d, layout_or_none(&known)),
             first => {
                 let mine = known.as_ref().filter(|_| is_root).map(|k| {
                     let d = match first {

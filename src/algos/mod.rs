@@ -350,6 +350,21 @@ pub static ALGORITHMS: &[Algorithm] = &[
         node::hier_allreduce,
     ),
     Algorithm::hier(
+        Coll::Allreduce,
+        "dpml",
+        "several nodes: l leaders per node, each reducing 1/l of the vector and allreducing it between nodes (seed 003)",
+        node::dpml_allreduce,
+    )
+    .with_params(node::DPML_PARAMS),
+    Algorithm::hier(
+        Coll::Allreduce,
+        "salar",
+        "several nodes: chunks pipelined through node reduction, one-sided exchange between leaders, node broadcast; \
+         adaptive chunk size (seed 003)",
+        node::salar_allreduce,
+    )
+    .with_params(node::SALAR_PARAMS),
+    Algorithm::hier(
         Coll::Reduce,
         "hier",
         "several nodes: reduce in each node, then between the nodes to the root",

@@ -3,10 +3,11 @@
 //! they can run. The algorithms themselves, with their documentation, are
 //! in exec::shm::{reduce, bcast, gatherv}.
 
+use crate::algos::ParamSpec;
 use crate::core::call::CallDesc;
 use crate::exec::shm::hier::{self, Part};
 use crate::exec::shm::team::Team;
-use crate::exec::shm::{bcast, gatherv, reduce, NodeCall};
+use crate::exec::shm::{bcast, dpml, gatherv, reduce, salar, NodeCall};
 use crate::exec::Combiner;
 
 /// The communicator lies on one node that has a shared segment.
@@ -111,4 +112,38 @@ pub(super) fn hier_bcast(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>
 pub(super) fn hier_gatherv(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
     let NodeCall::Gatherv(g) = call else { mismatch() };
     hier::gatherv(part, desc, g, c)
+}
+
+/// DPML's parameter.
+pub(super) const DPML_PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "leaders",
+    min: 0,
+    max: 4096,
+    default: 0,
+    help: "leaders per node (0: PCOLL_LEADERS, else 4; at most the smallest node's rank count)",
+}];
+
+pub(super) fn dpml_allreduce(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let NodeCall::Reduce { bufs, .. } = call else { mismatch() };
+    let asked = match part.params.first() {
+        Some(&l) if l > 0 => Some(l as usize),
+        _ => part.leaders,
+    };
+    let l = dpml::leaders(asked, part.map.smallest_node());
+    dpml::allreduce(part, desc, bufs, l, c)
+}
+
+/// SALaR's parameter.
+pub(super) const SALAR_PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "chunk",
+    min: 0,
+    max: 64 << 20,
+    default: 0,
+    help: "bytes per pipeline chunk (0: adaptive; at most PCOLL_SHM_CHUNK)",
+}];
+
+pub(super) fn salar_allreduce(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let NodeCall::Reduce { bufs, .. } = call else { mismatch() };
+    let fixed = part.params.first().filter(|&&b| b > 0).map(|&b| b as usize);
+    salar::allreduce(part, desc, bufs, fixed, c)
 }

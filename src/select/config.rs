@@ -84,6 +84,8 @@ pub struct ShmConfig {
     /// PCOLL_RANKS_PER_NODE: treat consecutive groups of this many ranks
     /// (of MPI_COMM_WORLD) as separate nodes.
     pub ranks_per_node: Option<usize>,
+    /// PCOLL_LEADERS: DPML's leaders per node.
+    pub leaders: Option<usize>,
     /// PCOLL_SHM_CHUNK: bytes of each of a rank's two chunk areas.
     pub chunk: usize,
     /// PCOLL_SHM_SLOTS, PCOLL_SHM_FRAGMENT, PCOLL_SHM_SETS: seed 002's
@@ -103,6 +105,7 @@ impl Default for ShmConfig {
             enable: true,
             zcopy: true,
             ranks_per_node: None,
+            leaders: None,
             chunk: 64 << 10,
             slots: 64,
             fragment: 0,
@@ -200,6 +203,7 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM",
     "PCOLL_SHM_ZCOPY",
     "PCOLL_RANKS_PER_NODE",
+    "PCOLL_LEADERS",
     "PCOLL_SHM_CHUNK",
     "PCOLL_SHM_SLOTS",
     "PCOLL_SHM_FRAGMENT",
@@ -234,6 +238,9 @@ impl Config {
                 "PCOLL_RANKS_PER_NODE" => {
                     cfg.shm.ranks_per_node =
                         Some(parse_size(value, 1, 1 << 20).ok_or_else(|| err(None, "1..1048576".into()))?)
+                }
+                "PCOLL_LEADERS" => {
+                    cfg.shm.leaders = Some(parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?)
                 }
                 "PCOLL_SHM_CHUNK" => {
                     cfg.shm.chunk = parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?

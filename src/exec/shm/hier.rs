@@ -23,11 +23,12 @@
 //! otherwise the check refuses them. Allreduce copies one result to
 //! everyone, bitwise identical.
 //!
-//! Limitations: one representative per node (DPML's several are issue 6's
-//! algorithm). Memory: a vector at representatives (Reduce), the node's
+//! Limitations: one representative per node (several: [`super::dpml`];
+//! pipelined: [`super::salar`]). Memory: a vector at representatives (Reduce), the node's
 //! blocks at Gatherv representatives. Cost: the node stages (see the node
 //! algorithms) plus the inter-node algorithm's cost for `nodes` ranks.
 
+use super::salar::{OneSided, Tuners};
 use super::team::Team;
 use super::{bcast, gatherv, reduce};
 use crate::core::call::{CallDesc, GatherLayout, Topo};
@@ -56,6 +57,11 @@ impl NodeMap<'_> {
         self.node_of.iter().copied().max().map_or(0, |n| n + 1)
     }
 
+    /// The rank count of the smallest node.
+    pub fn smallest_node(&self) -> usize {
+        (0..self.nodes()).map(|n| self.node_of.iter().filter(|&&m| m == n).count()).min().unwrap_or(0)
+    }
+
     /// The representative of every node for a call rooted at `root`: the
     /// root on its own node, local rank 0 elsewhere.
     pub fn representatives(&self, root: Option<usize>) -> Vec<usize> {
@@ -82,6 +88,17 @@ pub trait BetweenNodes {
         recv: &mut [u8],
         combiner: &dyn Combiner,
     );
+
+    /// The leaders' one-sided window of at least `bytes` (SALaR). Every
+    /// rank of the communicator calls it at the same point (setting it up
+    /// may be collective); a leader gets its window, the others `None`.
+    fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided>;
+}
+
+/// What the compositions remember of a communicator between calls.
+#[derive(Debug, Default)]
+pub struct Memo {
+    pub salar: Tuners,
 }
 
 /// The node stage of a reduction: flat for small vectors, else
@@ -107,7 +124,14 @@ pub fn node_bcast(team: &mut Team<'_>, data: &mut [u8], root: usize) {
 }
 
 /// The call the representatives make between nodes.
-fn between(desc: &CallDesc, nodes: usize, node: usize, root_node: usize, in_place: bool, bytes: usize) -> CallDesc {
+pub(super) fn between_nodes_call(
+    desc: &CallDesc,
+    nodes: usize,
+    node: usize,
+    root_node: usize,
+    in_place: bool,
+    bytes: usize,
+) -> CallDesc {
     CallDesc {
         coll: desc.coll,
         rank: node,
@@ -129,21 +153,26 @@ pub struct Part<'a, 'b> {
     /// This rank's communicator rank.
     pub rank: usize,
     pub inter: &'a mut dyn BetweenNodes,
+    /// The algorithm's parameter values, in registry order.
+    pub params: &'a [u64],
+    /// PCOLL_LEADERS, if set.
+    pub leaders: Option<usize>,
+    pub memo: &'a mut Memo,
 }
 
 pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, c: &dyn Combiner) {
-    let Part { team, map, rank, inter } = part;
+    let Part { team, map, rank, inter, .. } = part;
     node_reduce(team, &mut bufs, desc.unit, Some(0), c);
     if team.rank == 0 {
         let reps = map.representatives(None);
-        let d = between(desc, reps.len(), map.node_of[rank], 0, true, bufs.recv.len());
+        let d = between_nodes_call(desc, reps.len(), map.node_of[rank], 0, true, bufs.recv.len());
         inter.run(&d, &reps, &GatherLayout::default(), None, bufs.recv, c);
     }
     node_bcast(team, bufs.recv, 0);
 }
 
 pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Combiner) {
-    let Part { team, map, rank, inter } = part;
+    let Part { team, map, rank, inter, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
     let rep_local = map.local_of[reps[node]];
@@ -159,7 +188,7 @@ pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Co
     if is_rep {
         let root_node = map.node_of[desc.root];
         let at_root = rank == desc.root;
-        let d = between(desc, reps.len(), node, root_node, at_root, n);
+        let d = between_nodes_call(desc, reps.len(), node, root_node, at_root, n);
         if at_root {
             inter.run(&d, &reps, &GatherLayout::default(), None, bufs.recv, c);
         } else {
@@ -169,11 +198,11 @@ pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Co
 }
 
 pub fn bcast(part: Part<'_, '_>, desc: &CallDesc, data: &mut [u8], c: &dyn Combiner) {
-    let Part { team, map, rank, inter } = part;
+    let Part { team, map, rank, inter, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
     if reps[node] == rank {
-        let d = between(desc, reps.len(), node, map.node_of[desc.root], false, data.len());
+        let d = between_nodes_call(desc, reps.len(), node, map.node_of[desc.root], false, data.len());
         inter.run(&d, &reps, &GatherLayout::default(), None, &mut *data, c);
     }
     node_bcast(team, data, map.local_of[reps[node]]);
@@ -185,7 +214,7 @@ const LENGTH: usize = 0;
 /// Gatherv; `layout` is the root's (empty elsewhere), `recv` the root's
 /// receive region.
 pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &dyn Combiner) {
-    let Part { team, map, rank, inter } = part;
+    let Part { team, map, rank, inter, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
     let rep = reps[node];
@@ -248,7 +277,10 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
         let (off, _) = staging_layout.blocks[root_node];
         staging[off..off + node_blocks.len()].copy_from_slice(&node_blocks);
     }
-    let d = CallDesc { in_place: rank == desc.root, ..between(desc, nodes, node, root_node, false, node_blocks.len()) };
+    let d = CallDesc {
+        in_place: rank == desc.root,
+        ..between_nodes_call(desc, nodes, node, root_node, false, node_blocks.len())
+    };
     let (send, recv): (Option<&[u8]>, &mut [u8]) =
         if rank == desc.root { (None, &mut staging) } else { (Some(&node_blocks), &mut []) };
     inter.run(&d, &reps, &staging_layout, send, recv, c);

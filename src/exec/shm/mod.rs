@@ -4,9 +4,11 @@
 //! layer; here everything is plain memory, so tests run ranks as threads.
 
 pub mod bcast;
+pub mod dpml;
 pub mod gatherv;
 pub mod hier;
 pub mod reduce;
+pub mod salar;
 pub mod segment;
 pub mod team;
 

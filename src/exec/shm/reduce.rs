@@ -49,18 +49,18 @@ pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8]
 }
 
 /// The vector's length (the receive buffer is empty at a Reduce non-root).
-fn vector_len(bufs: &Buffers<'_>) -> usize {
+pub(super) fn vector_len(bufs: &Buffers<'_>) -> usize {
     bufs.send.map_or(bufs.recv.len(), <[u8]>::len)
 }
 
 /// Bytes of the chunks the vector is cut into: whole elements that fit in
 /// a chunk area.
-fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
+pub(super) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
     (team.seg.geo.chunk / unit).max(1) * unit
 }
 
 /// Elements `lo..hi` of slice `i` when `count` elements are cut into `p`.
-fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
+pub(super) fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
     (i * count / p, (i + 1) * count / p)
 }
 

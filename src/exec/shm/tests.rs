@@ -309,10 +309,12 @@ mod multi {
     use crate::core::schedule::Xfer;
     use crate::core::types::Coll;
     use crate::exec::shm::gatherv::Gather;
-    use crate::exec::shm::hier::{self, BetweenNodes, NodeMap, Part};
+    use crate::exec::shm::hier::{self, BetweenNodes, Memo, NodeMap, Part};
+    use crate::exec::shm::salar::OneSided;
+    use crate::exec::shm::{HierFn, NodeCall};
     use crate::exec::Transport;
     use std::collections::{HashMap, VecDeque};
-    use std::sync::{Condvar, Mutex};
+    use std::sync::{Barrier, Condvar, Mutex};
 
     /// Messages from one thread to another, in order.
     type Mailboxes = HashMap<(usize, usize), VecDeque<Vec<u8>>>;
@@ -358,6 +360,9 @@ mod multi {
     struct Between<'a> {
         mail: &'a Mail,
         me: usize,
+        node: usize,
+        windows: &'a SharedWindows,
+        window: Option<ThreadWindow<'a>>,
     }
 
     impl BetweenNodes for Between<'_> {
@@ -383,10 +388,102 @@ mod multi {
             let mut t = ThreadTransport { mail: self.mail, me: self.me, ranks: reps };
             crate::exec::run(&sched, &mut bufs, &mut t, c).unwrap();
         }
+
+        fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
+            if !leader {
+                return None;
+            }
+            let (shared, me) = (self.windows, self.node);
+            let w =
+                self.window.get_or_insert_with(|| ThreadWindow { shared, me, local: Vec::new(), queued: Vec::new() });
+            if w.local.len() < bytes {
+                w.local.resize(bytes, 0);
+            }
+            Some(w)
+        }
+    }
+
+    /// The leaders' windows between threads. Transfers are queued and
+    /// carried out at the fence, the latest moment MPI allows, so that an
+    /// algorithm reading data before its fence fails.
+    struct SharedWindows {
+        mem: Vec<Mutex<Vec<u8>>>,
+        fence: Barrier,
+    }
+
+    impl SharedWindows {
+        fn new(leaders: usize) -> SharedWindows {
+            SharedWindows { mem: (0..leaders).map(|_| Mutex::default()).collect(), fence: Barrier::new(leaders) }
+        }
+    }
+
+    enum Transfer {
+        Get { peer: usize, from: usize, to: usize, len: usize },
+        Put { peer: usize, from: usize, to: usize, len: usize },
+    }
+
+    /// One leader's window.
+    struct ThreadWindow<'a> {
+        shared: &'a SharedWindows,
+        me: usize,
+        local: Vec<u8>,
+        queued: Vec<Transfer>,
+    }
+
+    impl OneSided for ThreadWindow<'_> {
+        fn local(&mut self) -> &mut [u8] {
+            &mut self.local
+        }
+        fn get(&mut self, peer: usize, from: usize, to: usize, len: usize) {
+            self.queued.push(Transfer::Get { peer, from, to, len });
+        }
+        fn put(&mut self, peer: usize, from: usize, to: usize, len: usize) {
+            self.queued.push(Transfer::Put { peer, from, to, len });
+        }
+        fn fence(&mut self) {
+            let shared = self.shared;
+            shared.fence.wait();
+            shared.mem[self.me].lock().unwrap().clone_from(&self.local);
+            shared.fence.wait();
+            for t in self.queued.drain(..) {
+                let (src, from, dst, to, len) = match t {
+                    Transfer::Get { peer, from, to, len } => (peer, from, self.me, to, len),
+                    Transfer::Put { peer, from, to, len } => (self.me, from, peer, to, len),
+                };
+                let data = shared.mem[src].lock().unwrap()[from..from + len].to_vec();
+                shared.mem[dst].lock().unwrap()[to..to + len].copy_from_slice(&data);
+            }
+            shared.fence.wait();
+            self.local.clone_from(&shared.mem[self.me].lock().unwrap());
+        }
+    }
+
+    /// One rank's node: what a composition's [`Part`] borrows, kept
+    /// across the calls of a test.
+    struct Node<'a> {
+        team: Team<'a>,
+        map: &'a NodeMap<'a>,
+        rank: usize,
+        inter: Between<'a>,
+        memo: Memo,
+    }
+
+    impl<'a> Node<'a> {
+        fn part<'p>(&'p mut self, params: &'p [u64]) -> Part<'p, 'a> {
+            Part {
+                team: &mut self.team,
+                map: self.map,
+                rank: self.rank,
+                inter: &mut self.inter,
+                params,
+                leaders: None,
+                memo: &mut self.memo,
+            }
+        }
     }
 
     /// Runs `body` on one thread per rank, `node_of[r]` giving rank r's node.
-    fn on_nodes(node_of: &[usize], body: impl Fn(usize, Part<'_, '_>, Topo) + Sync) {
+    fn on_nodes(node_of: &[usize], body: impl Fn(usize, &mut Node<'_>, Topo) + Sync) {
         let nodes = node_of.iter().max().unwrap() + 1;
         let local_of: Vec<usize> =
             (0..node_of.len()).map(|r| node_of[..r].iter().filter(|&&n| n == node_of[r]).count()).collect();
@@ -396,15 +493,17 @@ mod multi {
         let contiguous = node_of.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1);
         let topo = Topo { nodes, contiguous, shm: true, zcopy: true, chunk: TEST_GEO.chunk };
         let mail = Mail::default();
+        let windows = SharedWindows::new(nodes);
         let map = NodeMap { node_of, local_of: &local_of };
-        let (heaps, mail, map, body, local_of, sizes) = (&heaps, &mail, &map, &body, &local_of, &sizes);
+        let (heaps, mail, windows, map, body, local_of, sizes) =
+            (&heaps, &mail, &windows, &map, &body, &local_of, &sizes);
         std::thread::scope(|scope| {
             for rank in 0..node_of.len() {
                 scope.spawn(move || {
                     let run = std::panic::AssertUnwindSafe(|| {
                         let node = node_of[rank];
                         let mut state = TeamState::default();
-                        let mut team = Team {
+                        let team = Team {
                             rank: local_of[rank],
                             size: sizes[node],
                             seg: &heaps[node].seg,
@@ -412,8 +511,9 @@ mod multi {
                             state: &mut state,
                             queue: Default::default(),
                         };
-                        let mut inter = Between { mail, me: rank };
-                        body(rank, Part { team: &mut team, map, rank, inter: &mut inter }, topo);
+                        let inter = Between { mail, me: rank, node, windows, window: None };
+                        let mut node = Node { team, map, rank, inter, memo: Memo::default() };
+                        body(rank, &mut node, topo);
                     });
                     if std::panic::catch_unwind(run).is_err() {
                         let _ = std::io::Write::write_all(
@@ -439,14 +539,14 @@ mod multi {
             let p = node_of.len();
             for count in [1, 5, 40] {
                 for root in [0, p / 2, p - 1] {
-                    on_nodes(node_of, |rank, part, topo| {
+                    on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
                         let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
                         hier::allreduce(
-                            part,
+                            node.part(&[]),
                             &d,
                             Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
                             &op,
@@ -459,14 +559,14 @@ mod multi {
                             );
                         }
                     });
-                    on_nodes(node_of, |rank, part, topo| {
+                    on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
                         let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
                         hier::reduce(
-                            part,
+                            node.part(&[]),
                             &d,
                             Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
                             &op,
@@ -479,15 +579,15 @@ mod multi {
                             );
                         }
                     });
-                    on_nodes(node_of, |rank, part, topo| {
+                    on_nodes(node_of, |rank, node, topo| {
                         let n = count * 37;
                         let want: Vec<u8> = (0..n).map(|i| (i * 7 + root) as u8).collect();
                         let mut data = if rank == root { want.clone() } else { vec![0; n] };
                         let d = desc(Coll::Bcast, rank, p, root, n, topo);
-                        hier::bcast(part, &d, &mut data, &NoOp);
+                        hier::bcast(node.part(&[]), &d, &mut data, &NoOp);
                         assert_eq!(data, want, "bcast {node_of:?} rank {rank} root {root}");
                     });
-                    on_nodes(node_of, |rank, part, topo| {
+                    on_nodes(node_of, |rank, node, topo| {
                         let layout = crate::sim::check::random_layout(p, count * 9, (count * 31 + root) as u64);
                         let byte = |r: usize, i: usize| (r * 37 + i * 11) as u8;
                         let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
@@ -502,7 +602,7 @@ mod multi {
                             in_place: false,
                         };
                         let d = CallDesc { unit: 1, ..desc(Coll::Gatherv, rank, p, root, block.len(), topo) };
-                        hier::gatherv(part, &d, g, &NoOp);
+                        hier::gatherv(node.part(&[]), &d, g, &NoOp);
                         if rank == root {
                             let mut want = vec![0xEE; extent];
                             for (r, &(o, l)) in layout.blocks.iter().enumerate() {
@@ -514,6 +614,82 @@ mod multi {
                         }
                     });
                 }
+            }
+        }
+    }
+
+    /// The registered Allreduce composition `name`.
+    fn composition(name: &str) -> HierFn {
+        match algos::find(Coll::Allreduce, name).expect("registered").imp {
+            algos::Impl::Hier(run) => run,
+            _ => panic!("{name} is not a composition"),
+        }
+    }
+
+    /// Checks an Allreduce result of [`Interval`] elements.
+    fn assert_allreduced(recv: &[u8], p: usize, what: &str) {
+        for (j, e) in recv.chunks_exact(8).enumerate() {
+            assert_eq!(u64::from_le_bytes(e.try_into().unwrap()), expected(p, j), "{what}: element {j}");
+        }
+    }
+
+    #[test]
+    fn dpml_is_exact_for_every_leader_count_with_and_without_zero_copy() {
+        for node_of in LAYOUTS {
+            let p = node_of.len();
+            for leaders in [1u64, 2, 3] {
+                for zero_copy in [true, false] {
+                    on_nodes(node_of, |rank, node, topo| {
+                        let op = Interval { combined: AtomicU64::new(0) };
+                        // Several calls in a row, in place or not, reuse the areas.
+                        for (call, count) in [1, 5, 40, 3].into_iter().enumerate() {
+                            let in_place = call % 2 == 1;
+                            let input = vector(p, rank, count);
+                            let mut scratch = vec![0u8; if zero_copy { reduce::zero_copy_scratch(8) } else { 0 }];
+                            let mut recv = if in_place { input.clone() } else { vec![0u8; count * 8] };
+                            let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };
+                            let send = (!in_place).then_some(&input[..]);
+                            let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
+                            composition("dpml")(
+                                node.part(&[leaders]),
+                                &d,
+                                NodeCall::Reduce { bufs, unit: 8, root: None },
+                                &op,
+                            );
+                            let what = format!("dpml {node_of:?} l={leaders} zcopy={zero_copy} count={count}");
+                            assert_allreduced(&recv, p, &what);
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn salar_is_exact_with_fixed_and_adaptive_chunks() {
+        for node_of in LAYOUTS {
+            let p = node_of.len();
+            for fixed in [8u64, 24, 0] {
+                on_nodes(node_of, |rank, node, topo| {
+                    let op = Interval { combined: AtomicU64::new(0) };
+                    // Adaptive: the repeated sizes walk the chunk search
+                    // (every rank must follow rank 0's choices).
+                    for (call, count) in [1, 17, 40, 40, 40, 40, 40, 40, 2, 33].into_iter().enumerate() {
+                        let in_place = call % 3 == 1;
+                        let input = vector(p, rank, count);
+                        let mut recv = if in_place { input.clone() } else { vec![0u8; count * 8] };
+                        let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };
+                        let send = (!in_place).then_some(&input[..]);
+                        let bufs = Buffers { send, recv: &mut recv, scratch: &mut [] };
+                        composition("salar")(
+                            node.part(&[fixed]),
+                            &d,
+                            NodeCall::Reduce { bufs, unit: 8, root: None },
+                            &op,
+                        );
+                        assert_allreduced(&recv, p, &format!("salar {node_of:?} chunk={fixed} count={count}"));
+                    }
+                });
             }
         }
     }
