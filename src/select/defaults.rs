@@ -10,8 +10,37 @@ use super::rules::Rules;
 
 /// The rules, first match wins.
 pub const DEFAULT_RULES: &str = "\
-# Allreduce: recursive doubling while latency dominates; then halving and
-# doubling (seed 004's split for the extra ranks of a non-power-of-two p).
+# One node with a shared segment: the node layer. Measured at 2 ranks
+# (scripts/bench.sh --algorithms): the flag-based paths win the small
+# sizes; for large Allreduce at 2 ranks the host's single-copy
+# point-to-point under Rabenseifner beats copying through the segment;
+# with more ranks the partitioned zero copy spreads the work.
+allreduce nodes=1 bytes<1M shm_flat
+allreduce nodes=1 p<3 rabenseifner
+allreduce nodes=1 shm_zcopy
+allreduce nodes=1 shm_partition
+reduce nodes=1 bytes<64K shm_flat
+reduce nodes=1 p<3 shm_flat
+reduce nodes=1 shm_zcopy
+reduce nodes=1 shm_partition
+bcast nodes=1 bytes<8K shm_pipeline
+bcast nodes=1 bytes<128K shm_queue
+bcast nodes=1 shm_zcopy
+bcast nodes=1 shm_queue
+# Gatherv: one rule whatever the sizes (only the root knows them); the
+# root picks copy-in or zero copy per call.
+gatherv nodes=1 shm
+# Several nodes: the node layer within nodes, point-to-point between.
+allreduce nodes>=2 bytes<64K hier
+allreduce nodes>=2 bytes<4M dpml
+allreduce nodes>=2 salar
+reduce nodes>=2 hier
+bcast nodes>=2 hier
+gatherv nodes>=2 hier
+# No segment (PCOLL_SHM=0), or what the node rules cannot run:
+# point-to-point. Allreduce: recursive doubling while latency dominates;
+# then halving and doubling (seed 004's split for the extra ranks of a
+# non-power-of-two p).
 allreduce bytes<16K recursive_doubling
 allreduce rabenseifner
 # Reduce: a binomial tree for small vectors, halving + gather for large.

@@ -36,7 +36,7 @@
 //! per unit of time (the seed's reason for several leaders).
 
 use super::hier::{between_nodes_call, Part};
-use super::reduce::{fold, slice, vector_len, zero_copy_scratch, SUB_CHUNK};
+use super::reduce::{fold, own_part, slice, vector_len, zero_copy_scratch, SUB_CHUNK};
 use super::team::Team;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
@@ -99,8 +99,7 @@ fn zero_copy(
     if me < l {
         let (lo, hi) = slice(me, l, n / unit);
         let (lo, hi) = (lo * unit, hi * unit);
-        // Combine in sub-chunks; this rank's own part is copied first, as
-        // with MPI_IN_PLACE it is also the output.
+        // Combine in sub-chunks.
         let sub = (SUB_CHUNK / unit).max(1) * unit;
         let (own, remote) = bufs.scratch.split_at_mut(sub);
         let mut at = lo;
@@ -109,8 +108,8 @@ fn zero_copy(
             for r in (0..q).filter(|&r| r != me) {
                 peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
             }
-            own[..len].copy_from_slice(&bufs.send.unwrap_or(&*bufs.recv)[at..at + len]);
-            let part = |r: usize| if r == me { &own[..len] } else { &remote[r * sub..r * sub + len] };
+            let mine = own_part(bufs.send, bufs.recv, own, at, len);
+            let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
             fold(q, part, &mut bufs.recv[at..at + len], c);
             at += len;
         }

@@ -160,8 +160,8 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     team.wait_all_ready(s);
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
     // write the result where it belongs. Scratch: this rank's own part (a
-    // copy, as it may be the output too), a result buffer, then one part
-    // per rank.
+    // copy with MPI_IN_PLACE, where it is also the output), a result
+    // buffer, then one part per rank.
     let (lo, hi) = slice(me, p, n / unit);
     let sub = (SUB_CHUNK / unit).max(1) * unit;
     let (own, rest) = bufs.scratch.split_at_mut(sub);
@@ -172,8 +172,8 @@ pub fn zero_copy<C: Combiner + ?Sized>(
         for r in (0..p).filter(|&r| r != me) {
             peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
         }
-        own[..len].copy_from_slice(&bufs.send.unwrap_or(&*bufs.recv)[at..at + len]);
-        let part = |r: usize| if r == me { &own[..len] } else { &remote[r * sub..r * sub + len] };
+        let mine = own_part(bufs.send, bufs.recv, own, at, len);
+        let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
         let out: &mut [u8] =
             if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
         fold(p, part, out, combiner);
@@ -189,6 +189,19 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     team.publish(t);
     team.wait_all_ready(t);
     team.finish(t);
+}
+
+/// Bytes `at..at + len` of this rank's input, for a fold whose output is
+/// its receive buffer: the send buffer itself, or with MPI_IN_PLACE (the
+/// input is the output) a copy in `own`.
+pub(super) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8], at: usize, len: usize) -> &'a [u8] {
+    match send {
+        Some(send) => &send[at..at + len],
+        None => {
+            own[..len].copy_from_slice(&recv[at..at + len]);
+            &own[..len]
+        }
+    }
 }
 
 /// Scratch bytes [`zero_copy`] needs for `p` ranks.
