@@ -296,8 +296,8 @@ def get_algorithms(res):
         return None
     algs = {}
     for ln in p.stdout.decode("utf-8", "replace").split("\n"):
-        f = ln.split()
-        if len(f) == 2 and f[0] in COLLS:
+        f = ln.split()  # collective, forcing value, scope
+        if len(f) == 3 and f[0] in COLLS:
             algs.setdefault(f[0], [])
             if f[1] not in algs[f[0]]:
                 algs[f[0]].append(f[1])
