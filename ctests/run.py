@@ -3,22 +3,65 @@
 ctests/f_*.F90 built with ctests/fref.c) under MPICH and Open MPI.
 
 For each MPI: builds libpcoll.so (scripts/build.sh <mpi>), builds every
-ctests/t_*.c twice (plain, used with LD_PRELOAD; and linked with -lpcoll
-before the MPI library), then runs the matrix
+program twice (plain, used with LD_PRELOAD; and linked with -lpcoll before
+the MPI library), runs the extra checks, then the matrix. The algorithms come
+from `pcoll algorithms` (collective, forcing value, scope): `p2p` and `node`
+algorithms run on one node, `multi-node` ones (hier, ...) only on a
+communicator spanning several nodes, which PCOLL_RANKS_PER_NODE=k emulates
+(consecutive groups of k ranks are nodes). The programs: t_<coll> (one per
+collective, thorough: every type/op, root, layout) and the general ones
+(t_comms, t_errors, t_large_count, t_threads, f_*). The matrix, in sections:
 
-    {preload, link} x configurations x rank counts x programs
+  auto            every program at every rank count (1,2,3,4,5,7,8), with
+                  the defaults; also PCOLL_ENABLE=0 at 2 and 3 ranks, and the
+                  link-time build at 1 and 3;
+  per-collective  each single-node algorithm of a collective forced alone
+                  (PCOLL_<COLL>=a), t_<coll> at every rank count;
+  combined        "f<i>": the i-th single-node algorithm of every collective
+                  forced at once, each general program at one rank count
+                  (rotating over 2..8 with i and the program), so that every
+                  algorithm runs under every general program;
+  multi-node      layouts (ranks per node, ranks) with 2 or more nodes, even
+                  and uneven (MULTI_NODE_LAYOUTS): auto and each multi-node
+                  algorithm forced, t_<coll>; t_comms with auto (its
+                  sub-communicators have other node layouts); and "m<i>", the
+                  i-th multi-node algorithm of every collective, each general
+                  program at one layout (rotating);
+  no-zcopy        PCOLL_SHM_ZCOPY=0: each node algorithm forced, t_<coll> at
+                  3 and 4 ranks (the zero-copy ones cannot run and forward
+                  to the host), each multi-node one at 5 ranks by 2;
+  no-shm          PCOLL_SHM=0 with auto: t_<coll> and t_comms at 2 and 5;
+  gatherv-aggressive  PCOLL_GATHERV_MODE=aggressive, CTEST_GATHERV_ALL_ARGS=1:
+                  t_gatherv with auto and each gatherv algorithm forced (the
+                  multi-node ones, and auto again, at 2 ranks per node) at
+                  3, 4 and 7 ranks.
 
-where the configurations are PCOLL_ENABLE=0, the defaults (auto), and
-"forced" configurations in which each collective's i-th algorithm (as listed
-by `pcoll algorithms`) is forced, so that every algorithm runs at least once.
-Runs are sequential (2 cores), each with a timeout (a timeout is reported as
-a hang and the whole process tree is killed).  The Fortran programs run
-with PCOLL_STATS=1 (except with PCOLL_ENABLE=0), and their summary must be
-job-wide and, above one rank, show every collective run by a pcoll
-algorithm (the forced one, when one is forced).  Also checks that a bogus
-PCOLL_ALLREDUCE value is rejected with a clear message, that PCOLL_STATS=1
-prints a summary, and that the link-time build really resolves the MPI
-collectives to libpcoll.
+Where a forced algorithm is expected to leave calls to the host MPI (it
+cannot run them: zero copy off, a sub-communicator on one node), the run
+sets CTEST_AVOID_HOST_BUGS=1, as PCOLL_ENABLE=0 runs do.
+
+Budget (CI: 2 cores, 90 minutes for scripts/test.sh, aimed at 65): runs are
+sequential, each with a timeout (a timeout is reported as a hang and the
+whole process tree is killed). MPICH busy-polls, so oversubscribed MPICH
+runs cost milliseconds per collective: under MPICH above 2 ranks the
+type/op sweeps of t_allreduce and t_reduce are sharded over the
+configurations sharing a setting (node layout, PCOLL_SHM*, ...) at each
+rank count (CTEST_SHARD=i/n, n at least 4: every configuration runs all
+"core" cases, and together the configurations of the main setting run every
+type/op pair at every rank count), and t_comms's communicator loop is
+shortened (CTEST_NCOMMS=40). New algorithms cost a t_<coll> run per rank
+count and lengthen the combined rotation; new layouts or settings belong in
+the constants below, sized to the budget.
+
+Extra checks: a bogus PCOLL_ALLREDUCE is rejected with a clear message,
+PCOLL_STATS=1 prints a summary, the link-time build really resolves the MPI
+collectives to libpcoll (and the Fortran programs put it first), and no
+pcoll segment is left in /dev/shm after a job that finalizes, calls
+MPI_Abort or has a rank killed (ctests/shm_exit.c, on one node and on two).
+The Fortran programs (and t_large_count under MPICH) run with PCOLL_STATS=1
+(except with PCOLL_ENABLE=0), and their summary must be job-wide and, above
+one rank, show every collective run by a pcoll algorithm (the forced one,
+when one is forced).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
@@ -27,6 +70,9 @@ Usage: python3 ctests/run.py [--quick] [--mpi mpich|openmpi|both]
                              [--lib-openmpi PATH] [--programs t_a,t_b]
                              [--timeout S] [--full] [--list] [--avoid-host-bugs]
 
+--list prints the plan (every run, by section) and exits; --quick runs a
+small subset (2 and 3 ranks, each algorithm once); --full lifts the budget
+cuts (every section at every rank count and layout, no sharding).
 Without a library (scripts/build.sh missing, or --no-lib) the programs run
 against stock MPI only, with a warning: useful to check the tests themselves.
 Python standard library only.
@@ -39,6 +85,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,10 +115,13 @@ class Results:
         self.failed = 0
         self.failures = []
         self.time_by_mpi = {}
+        self.time_by_section = {}  # {mpi: {section: seconds}}
 
-    def add(self, ok, line, details="", mpi=None, secs=0.0):
+    def add(self, ok, line, details="", mpi=None, secs=0.0, section="extra checks"):
         if mpi:
             self.time_by_mpi[mpi] = self.time_by_mpi.get(mpi, 0.0) + secs
+            by = self.time_by_section.setdefault(mpi, {})
+            by[section] = by.get(section, 0.0) + secs
         if ok:
             self.passed += 1
             log("PASS " + line)
@@ -191,7 +241,7 @@ def ompi_extra_env():
     return extra
 
 
-def launch_cmd(mpi, nranks, exe, tenv):
+def launch_cmd(mpi, nranks, exe, tenv, argv=()):
     if mpi == "mpich":
         cmd = [MPIS[mpi]["run"], "-n", str(nranks)]
         for k, v in tenv.items():
@@ -200,10 +250,10 @@ def launch_cmd(mpi, nranks, exe, tenv):
         cmd = [MPIS[mpi]["run"], "--allow-run-as-root", "--oversubscribe", "-np", str(nranks)]
         for k, v in tenv.items():
             cmd += ["-x", "%s=%s" % (k, v)]
-    return cmd + [exe]
+    return cmd + [exe] + list(argv)
 
 
-def run_mpi(mpi, nranks, exe, tenv, timeout):
+def run_mpi(mpi, nranks, exe, tenv, timeout, argv=()):
     env = base_env()
     full = dict(tenv)
     if mpi == "openmpi":
@@ -214,7 +264,7 @@ def run_mpi(mpi, nranks, exe, tenv, timeout):
     for k, v in full.items():
         if k != "LD_PRELOAD":
             env[k] = v
-    return run_cmd(launch_cmd(mpi, nranks, exe, full), env, timeout)
+    return run_cmd(launch_cmd(mpi, nranks, exe, full, argv), env, timeout)
 
 
 # ---------------------------------------------------------------- building
@@ -279,8 +329,11 @@ def needed_libs(exe):
     return re.findall(r"\(NEEDED\).*\[(.*?)\]", p.stdout.decode("utf-8", "replace"))
 
 
+SCOPES = ("p2p", "node", "multi-node")
+
+
 def get_algorithms(res):
-    """{collective: [forcing values]} from `<tool> algorithms`, or None."""
+    """{collective: [(forcing value, scope)]} from `<tool> algorithms`, or None."""
     path, err, missing = build_lib("tool")
     if not path:
         if missing:
@@ -294,18 +347,25 @@ def get_algorithms(res):
     except (OSError, subprocess.TimeoutExpired) as e:
         res.add(False, "pcoll algorithms", str(e))
         return None
-    algs = {}
+    algs, odd = {}, []
     for ln in p.stdout.decode("utf-8", "replace").split("\n"):
-        f = ln.split()
-        if len(f) == 2 and f[0] in COLLS:
+        f = ln.split()  # collective, forcing value, scope
+        if len(f) == 3 and f[0] in COLLS and f[2] in SCOPES:
             algs.setdefault(f[0], [])
-            if f[1] not in algs[f[0]]:
-                algs[f[0]].append(f[1])
+            if (f[1], f[2]) not in algs[f[0]]:
+                algs[f[0]].append((f[1], f[2]))
+        elif ln.strip():
+            odd.append(ln)
+    if odd:
+        # an algorithm the matrix would silently leave out
+        res.add(False, "pcoll algorithms: lines not of the form '<collective> <algorithm> <%s>'" % "|".join(SCOPES),
+                "\n".join(odd))
     if p.returncode != 0 or not algs:
         res.add(False, "pcoll algorithms", "exit %d, output:\n%s%s" % (
             p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")))
         return None
-    res.add(True, "pcoll algorithms (%s)" % ", ".join("%s: %s" % (c, " ".join(a)) for c, a in algs.items()))
+    res.add(True, "pcoll algorithms (%s)" % ", ".join(
+        "%s: %s" % (c, " ".join("%s[%s]" % a for a in v)) for c, v in algs.items()))
     return algs
 
 
@@ -340,65 +400,194 @@ def summary_problems(err, nranks, cenv):
     return problems
 
 
-def make_configs(algs, have_lib):
-    """[(name, env, kind)] with kind in stock, disabled, auto, forced."""
-    if not have_lib:
-        return [("stock", {}, "stock")]
-    cfgs = [("disabled", {"PCOLL_ENABLE": "0"}, "disabled"), ("auto", {}, "auto")]
-    if algs:
-        n = max(len(v) for v in algs.values())
-        for i in range(n):
-            env, parts = {}, []
-            for c in COLLS:
-                if c in algs and algs[c]:
-                    a = algs[c][i % len(algs[c])]
-                    env[COLL_ENV[c]] = a
-                    parts.append("%s=%s" % (SHORT[c], a))
-            cfgs.append(("f%d(%s)" % (i, ",".join(parts)), env, "forced"))
-    return cfgs
+# Multi-node layouts, (PCOLL_RANKS_PER_NODE, ranks), all with 2 or more
+# nodes: even ones (4 = 2+2, 8 = 4+4) and uneven ones (5 = 2+2+1,
+# 4 = 3+1, 7 = 3+3+1, 7 = 4+3), with nodes of one rank among them.
+MULTI_NODE_LAYOUTS = [(2, 4), (2, 5), (3, 4), (3, 7), (4, 7), (4, 8)]
+QUICK_LAYOUTS = [(2, 3)]
+# Programs run with auto at every multi-node layout besides the t_<coll>:
+# their sub-communicators lie on one node, on several, out of rank order.
+LAYOUT_PROGRAMS = ["t_comms"]
+DISABLED_RANKS = [2, 3]  # PCOLL_ENABLE=0: pure forwarding
+LINK_RANKS = [1, 3]  # the link-time build adds symbol resolution, not algorithms
+ZCOPY0_RANKS = [3, 4]
+ZCOPY0_LAYOUT = (2, 5)
+SHM0_RANKS = [2, 5]
+AGGRESSIVE_RANKS = [3, 4, 7]
+AGGRESSIVE_RPN = 2
+MIN_SHARDS = 4
+NCOMMS = "40"
+
+# short names of settings in configuration names
+SETTING_SHORT = {"PCOLL_ENABLE": "enable", "PCOLL_RANKS_PER_NODE": "rpn", "PCOLL_SHM": "shm",
+                 "PCOLL_SHM_ZCOPY": "zcopy", "PCOLL_GATHERV_MODE": "gv_mode", "CTEST_GATHERV_ALL_ARGS": "all_args"}
+RPN = "PCOLL_RANKS_PER_NODE"
 
 
-def plan(mpi, programs, ranks, cfgs, have_lib, quick, full):
-    """The list of runs (mode, cfg, nranks, program, extra_env) for one MPI.
+class Cfg:
+    """A configuration: settings (node layout, PCOLL_SHM*, modes) and the
+    algorithms forced ({collective: algorithm}). forwards: a forced
+    algorithm is expected to leave some calls to the host MPI."""
 
-    Budget rules (2 cores; MPICH busy-polls, so oversubscribed MPICH runs
-    cost milliseconds per collective):
-      - preload x {auto, every forced config} x every rank count x every
-        program: the most valuable part;
-      - PCOLL_ENABLE=0 (pure forwarding) only at 2 and 3 ranks;
-      - the link-time build only with auto at 1 and 3 ranks (what it adds is
-        symbol resolution, not algorithm coverage);
-      - under MPICH above 2 ranks, the type/op sweeps are sharded over the
-        auto and forced configurations (CTEST_SHARD=i/n: every configuration
-        runs all "core" cases, and together they run every type/op pair at
-        every rank count), and the communicator loop is shortened.
-    """
+    def __init__(self, kind, setting=None, forced=None, label="", forwards=False):
+        self.kind = kind  # stock, disabled, auto, forced
+        self.setting = dict(setting or {})
+        self.forced = dict(forced or {})
+        self.forwards = forwards
+        self.env = dict(self.setting)
+        self.env.update({COLL_ENV[c]: a for c, a in self.forced.items()})
+        parts = ["%s=%s" % (SETTING_SHORT.get(k, k), v) for k, v in sorted(self.setting.items())]
+        what = ",".join("%s=%s" % (SHORT[c], self.forced[c]) for c in COLLS if c in self.forced)
+        if kind == "forced":
+            parts.append("%s(%s)" % (label, what) if label else what)
+        elif kind == "disabled":
+            parts = [kind]
+        else:
+            parts.append(kind)
+        self.name = ",".join(parts)
+
+
+class Run:
+    def __init__(self, section, mode, cfg, nranks, prog, group=None, offset=0):
+        self.section, self.mode, self.cfg, self.nranks, self.prog = section, mode, cfg, nranks, prog
+        self.group, self.offset = group, offset  # sharding: see shard()
+        self.extra = {}
+
+
+def shard(runs, mpi, full):
+    """Under MPICH above 2 ranks (oversubscribed): the k-th of the n runs of
+    a group (a program at a rank count under one setting) runs the k-th
+    share of the type/op sweeps, CTEST_SHARD=(k+offset)%N/N with N =
+    max(n, MIN_SHARDS); the offset rotates the shares of small groups across
+    layouts. t_comms's communicator loop is shortened."""
+    if mpi != "mpich" or full:
+        return
+    groups = {}
+    for r in runs:
+        if r.nranks > 2:
+            r.extra["CTEST_NCOMMS"] = NCOMMS
+            if r.group is not None:
+                groups.setdefault(r.group, []).append(r)
+    for members in groups.values():
+        n = max(len(members), MIN_SHARDS)
+        for k, r in enumerate(members):
+            r.extra["CTEST_SHARD"] = "%d/%d" % ((k + r.offset) % n, n)
+
+
+def plan(mpi, args, algs, have_lib):
+    """The runs for one MPI, section by section (see the doc string)."""
+    ranks, full, quick, progs = args.ranks, args.full, args.quick, args.programs
     runs = []
-    modes = ["preload", "link"] if have_lib else ["plain"]
-    main_cfgs = [c for c in cfgs if c[2] in ("auto", "forced", "stock")]
+
+    def add(section, mode, cfg, nr, prog, group=None, offset=0):
+        runs.append(Run(section, mode, cfg, nr, prog, group, offset))
+
+    def at(candidates, above=0, few=True):
+        """A section's rank counts among those asked for (--full: all; --quick:
+        the first, if few)."""
+        picked = [r for r in (ranks if full else candidates) if r in ranks and r > above]
+        return picked[:1] if quick and few else picked
+
+    def main(prog, nr):
+        """The shard group of the default setting."""
+        return ("main", prog, nr)
+
+    if not have_lib:
+        for nr in ranks:
+            for prog in progs:
+                add("stock", "plain", Cfg("stock"), nr, prog)
+        return runs
+
+    coll_prog = {c: "t_" + c for c in COLLS if "t_" + c in progs}
+    general = [p for p in progs if p not in coll_prog.values()]
+    algs = algs or {}
+    by_scope = {s: {c: [a for a, sc in algs.get(c, []) if sc == s] for c in COLLS} for s in SCOPES}
+    single = {c: by_scope["p2p"][c] + by_scope["node"][c] for c in COLLS}
+    multi = by_scope["multi-node"]
+
+    # auto
+    auto = Cfg("auto")
     for nr in ranks:
-        for mode in modes:
-            for ci, (cname, cenv, kind) in enumerate(cfgs):
-                if not full:
-                    if mode == "link" and not (kind == "auto" and nr in (1, 3)):
-                        continue
-                    if kind == "disabled" and nr not in (2, 3):
-                        continue
-                    if quick and kind == "forced" and ci != 2:
-                        continue
-                for prog in programs:
-                    extra = {}
-                    if mpi == "mpich" and nr > 2 and not full:
-                        if kind in ("auto", "forced", "stock"):
-                            idx = [c[0] for c in main_cfgs].index(cname)
-                            nsh = len(main_cfgs)
-                            if quick:
-                                nsh = max(nsh, 4)
-                            extra["CTEST_SHARD"] = "%d/%d" % (idx, nsh)
-                        else:
-                            extra["CTEST_SHARD"] = "0/%d" % max(len(main_cfgs), 4)
-                        extra["CTEST_NCOMMS"] = "40"
-                    runs.append((mode, cname, cenv, kind, nr, prog, extra))
+        for prog in progs:
+            add("auto", "preload", auto, nr, prog, main(prog, nr))
+    disabled = Cfg("disabled", {"PCOLL_ENABLE": "0"})
+    for nr in at(DISABLED_RANKS, few=False):
+        for prog in progs:
+            add("auto", "preload", disabled, nr, prog, ("disabled", prog, nr))
+    for nr in at(LINK_RANKS, few=False):
+        for prog in progs:
+            add("auto", "link", auto, nr, prog, main(prog, nr))
+
+    # per-collective
+    for c, prog in coll_prog.items():
+        for i, a in enumerate(single[c]):
+            for nr in [ranks[i % len(ranks)]] if quick else ranks:
+                add("per-collective", "preload", Cfg("forced", forced={c: a}), nr, prog, main(prog, nr))
+
+    # combined: one rank count per (combination, program), rotating
+    several = [r for r in ranks if r > 1]
+    ncomb = max([len(v) for v in single.values()] + [0])
+    for i in range(min(ncomb, 1) if quick else ncomb) if several else []:
+        cfg = Cfg("forced", forced={c: v[i % len(v)] for c, v in single.items() if v}, label="f%d" % i)
+        for j, prog in enumerate(general):
+            for nr in several if full else several[(i * len(general) + j) % len(several):][:1]:
+                add("combined", "preload", cfg, nr, prog, main(prog, nr))
+
+    # multi-node
+    if full:
+        layouts = [(k, nr) for k in sorted({k for k, _ in MULTI_NODE_LAYOUTS}) for nr in ranks if nr > k]
+    else:
+        layouts = [lay for lay in (QUICK_LAYOUTS if quick else MULTI_NODE_LAYOUTS) if lay[1] in ranks]
+    for li, (k, nr) in enumerate(layouts):
+        layout = {RPN: str(k)}
+        auto_l = Cfg("auto", layout)
+        for c, prog in coll_prog.items():
+            cfgs = [auto_l] + [Cfg("forced", layout, {c: a}) for a in multi[c]]
+            for cfg in cfgs:
+                add("multi-node", "preload", cfg, nr, prog, ("rpn", k, prog, nr), li * len(cfgs))
+        for prog in LAYOUT_PROGRAMS:
+            if prog in progs:
+                add("multi-node", "preload", auto_l, nr, prog)
+    nmulti = max([len(v) for v in multi.values()] + [0])
+    for i in range(nmulti if layouts else 0):
+        forced = {c: v[i % len(v)] for c, v in multi.items() if v}
+        for j, prog in enumerate(general):
+            for li in range(len(layouts)) if full else [(i * len(general) + j) % len(layouts)]:
+                k, nr = layouts[li]
+                # sub-communicators on one node leave the calls to the host
+                cfg = Cfg("forced", {RPN: str(k)}, forced, label="m%d" % i, forwards=True)
+                add("multi-node", "preload", cfg, nr, prog)
+
+    # no-zcopy: the zero-copy algorithms cannot run and forward to the host
+    zcopy0 = {"PCOLL_SHM_ZCOPY": "0"}
+    for c, prog in coll_prog.items():
+        for nr in at(ZCOPY0_RANKS, 1):
+            for a in by_scope["node"][c]:
+                add("no-zcopy", "preload", Cfg("forced", zcopy0, {c: a}, forwards=True), nr, prog,
+                    ("zcopy0", prog, nr))
+        k, nr = ZCOPY0_LAYOUT
+        if nr in ranks and not quick:
+            for a in multi[c]:
+                add("no-zcopy", "preload", Cfg("forced", dict(zcopy0, **{RPN: str(k)}), {c: a}), nr, prog,
+                    ("zcopy0", k, prog, nr))
+
+    # no-shm
+    for nr in at(SHM0_RANKS, 1):
+        for prog in list(coll_prog.values()) + [p for p in LAYOUT_PROGRAMS if p in progs]:
+            add("no-shm", "preload", Cfg("auto", {"PCOLL_SHM": "0"}), nr, prog, ("shm0", prog, nr))
+
+    # gatherv-aggressive
+    if "gatherv" in coll_prog:
+        aggr = {"PCOLL_GATHERV_MODE": "aggressive", "CTEST_GATHERV_ALL_ARGS": "1"}
+        aggr_l = dict(aggr, **{RPN: str(AGGRESSIVE_RPN)})
+        cfgs = [Cfg("auto", aggr), Cfg("auto", aggr_l)]
+        cfgs += [Cfg("forced", aggr, {"gatherv": a}) for a in single["gatherv"]]
+        cfgs += [Cfg("forced", aggr_l, {"gatherv": a}) for a in multi["gatherv"]]
+        for nr in at(AGGRESSIVE_RANKS, AGGRESSIVE_RPN):
+            for cfg in cfgs:
+                add("gatherv-aggressive", "preload", cfg, nr, coll_prog["gatherv"])
+
+    shard(runs, mpi, full)
     return runs
 
 
@@ -433,7 +622,6 @@ def run_matrix(args, res):
         have_lib = lib is not None
         if have_lib:
             log("library: %s" % lib)
-        cfgs = make_configs(args.algs if have_lib else None, have_lib)
 
         # build the programs
         bdir = os.path.join(HERE, "build", mpi)
@@ -457,58 +645,72 @@ def run_matrix(args, res):
         log("built %d programs into %s" % (len(exes), os.path.relpath(bdir, ROOT)))
 
         if have_lib and not args.list:
-            extra_checks(mpi, lib, exes, args, res)
+            extra_checks(mpi, lib, exes, bdir, args, res)
 
-        runs = plan(mpi, programs, args.ranks, cfgs, have_lib, args.quick, args.full)
-        log("%s: %d runs planned" % (mpi, len(runs)))
+        runs = plan(mpi, args, args.algs, have_lib)
+        sections = []
+        for r in runs:
+            if r.section not in sections:
+                sections.append(r.section)
+        log("%s: %d runs planned (%s)" % (mpi, len(runs), ", ".join(
+            "%s %d" % (sec, sum(r.section == sec for r in runs)) for sec in sections)))
         if args.list:
+            if have_lib:
+                log("  [extra checks] PCOLL_ALLREDUCE=bogus, PCOLL_STATS=1, link-time resolution, NEEDED of the "
+                    "Fortran programs, /dev/shm after finalize/abort/kill (one node, two nodes)")
             for r in runs:
-                log("  %s ranks=%d cfg=%s %s %s" % (r[0], r[4], r[1], r[5], " ".join("%s=%s" % kv for kv in r[6].items())))
+                log("  [%s] %s ranks=%d cfg=%s %s %s" % (r.section, r.mode, r.nranks, r.cfg.name, r.prog, " ".join(
+                    "%s=%s" % kv for kv in sorted(r.extra.items()))))
             continue
-        for mode, cname, cenv, kind, nr, prog, extra in runs:
-            exe = exes.get((prog, mode))
-            if not exe:
-                continue  # its compilation failure is already counted
-            tenv = dict(cenv)
-            tenv.update(extra)
-            tenv["CTEST_TIMEOUT"] = str(max(10, args.timeout - 15))
-            if kind in ("stock", "disabled") or args.avoid_host_bugs:
-                # these runs reach the host's own collectives: MPICH's
-                # MPI_Reduce segfaults with MPI_IN_PLACE at a non-zero root
-                # above ~2 KiB, and both hosts get MPI_MIN/MPI_MAX wrong on
-                # some unsigned types (see ctests/common.h)
-                tenv["CTEST_AVOID_HOST_BUGS"] = "1"
-            if mode == "preload":
-                tenv["LD_PRELOAD"] = lib
-            # the Fortran programs, and under MPICH (MPI-4) t_large_count, whose
-            # collectives are all MPI_*_c: the summary proves they reached pcoll
-            summarised = is_fortran(prog) or (prog == "t_large_count" and mpi == "mpich")
-            check_summary = summarised and kind in ("auto", "forced")
-            if check_summary:
-                tenv["PCOLL_STATS"] = "1"
-            if is_fortran(prog) and nr % 2 == 1:
-                tenv["CTEST_INIT_THREAD"] = "1"  # MPI_Init_thread instead of MPI_Init
-            rc, out, err, secs = run_mpi(mpi, nr, exe, tenv, args.timeout)
-            ok = rc == 0 and ("ctest %s: OK" % prog) in out
-            problems = summary_problems(err, nr, cenv) if ok and check_summary else []
-            ok = ok and not problems
-            line = "%s %s ranks=%d cfg=%s %s (%.1fs)" % (mpi, mode, nr, cname, prog, secs)
-            if extra.get("CTEST_SHARD"):
-                line += " [shard %s]" % extra["CTEST_SHARD"]
-            details = ""
-            if not ok:
-                details = "env: %s\n" % " ".join("%s=%s" % kv for kv in sorted(tenv.items()))
-                details += "".join(p + "\n" for p in problems)
-                details += failure_details(rc, out, err)
-                if rc is None:
-                    line += " HANG (timeout %ds)" % args.timeout
-            res.add(ok, line, details, mpi, secs)
+        for r in runs:
+            exe = exes.get((r.prog, r.mode))
+            if exe:  # (else its compilation failure is already counted)
+                run_one(mpi, lib, exe, r, args, res)
         log("%s: matrix time %.0fs (wall, incl. builds: %.0fs)" % (mpi, res.time_by_mpi.get(mpi, 0.0),
                                                                    time.time() - t_mpi))
 
 
-def extra_checks(mpi, lib, exes, args, res):
-    """Bogus forcing value, PCOLL_STATS summary, link-time resolution."""
+def run_one(mpi, lib, exe, r, args, res):
+    cfg, nr, prog = r.cfg, r.nranks, r.prog
+    tenv = dict(cfg.env)
+    tenv.update(r.extra)
+    tenv["CTEST_TIMEOUT"] = str(max(10, args.timeout - 15))
+    if cfg.kind in ("stock", "disabled") or cfg.forwards or args.avoid_host_bugs:
+        # these runs reach the host's own collectives: MPICH's MPI_Reduce
+        # segfaults with MPI_IN_PLACE at a non-zero root above ~2 KiB, and
+        # both hosts get MPI_MIN/MPI_MAX wrong on some unsigned types (see
+        # ctests/common.h)
+        tenv["CTEST_AVOID_HOST_BUGS"] = "1"
+    if r.mode == "preload":
+        tenv["LD_PRELOAD"] = lib
+    # the Fortran programs, and under MPICH (MPI-4) t_large_count, whose
+    # collectives are all MPI_*_c: the summary proves they reached pcoll
+    summarised = is_fortran(prog) or (prog == "t_large_count" and mpi == "mpich")
+    check_summary = summarised and cfg.kind in ("auto", "forced")
+    if check_summary:
+        tenv["PCOLL_STATS"] = "1"
+    if is_fortran(prog) and nr % 2 == 1:
+        tenv["CTEST_INIT_THREAD"] = "1"  # MPI_Init_thread instead of MPI_Init
+    rc, out, err, secs = run_mpi(mpi, nr, exe, tenv, args.timeout)
+    ok = rc == 0 and ("ctest %s: OK" % prog) in out
+    problems = summary_problems(err, nr, cfg.env) if ok and check_summary else []
+    ok = ok and not problems
+    line = "%s %s ranks=%d cfg=%s %s (%.1fs)" % (mpi, r.mode, nr, cfg.name, prog, secs)
+    if r.extra.get("CTEST_SHARD"):
+        line += " [shard %s]" % r.extra["CTEST_SHARD"]
+    details = ""
+    if not ok:
+        details = "env: %s\n" % " ".join("%s=%s" % kv for kv in sorted(tenv.items()))
+        details += "".join(p + "\n" for p in problems)
+        details += failure_details(rc, out, err)
+        if rc is None:
+            line += " HANG (timeout %ds)" % args.timeout
+    res.add(ok, line, details, mpi, secs, r.section)
+
+
+def extra_checks(mpi, lib, exes, bdir, args, res):
+    """Bogus forcing value, PCOLL_STATS summary, link-time resolution,
+    nothing left in /dev/shm."""
     exe = exes.get(("t_allreduce", "preload"))
     if exe:
         # PCOLL_ALLREDUCE=bogus must fail with a clear message
@@ -519,7 +721,7 @@ def extra_checks(mpi, lib, exes, args, res):
                                  "'bogus'\n" + failure_details(rc, out, err, 20, 5))
         res.add(ok, "%s preload ranks=2 PCOLL_ALLREDUCE=bogus is rejected (%.1fs)" % (mpi, secs), details, mpi, secs)
         if ok and args.algs and "allreduce" in args.algs:
-            missing = [a for a in args.algs["allreduce"] if a not in err]
+            missing = [a for a, _ in args.algs["allreduce"] if a not in err]
             if missing:
                 warn("the PCOLL_ALLREDUCE=bogus message does not list the accepted value(s) %s" % ", ".join(missing))
         # PCOLL_STATS=1 prints a summary at finalize
@@ -566,6 +768,83 @@ def extra_checks(mpi, lib, exes, args, res):
         ok = bool(ip) and not (im and min(im) < min(ip))
         res.add(ok, "%s link %s: libpcoll first in NEEDED (%s)" % (mpi, prog, " ".join(needed)),
                 "" if ok else "libpcoll missing from, or after an MPI library in, the NEEDED entries", mpi)
+    shm_checks(mpi, lib, bdir, args, res)
+
+
+# pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n> (src/abi/node.rs,
+# segment_name); in /proc/<pid>/maps a mapped one reads /dev/shm/pcoll-...
+SHM_DIR = "/dev/shm"
+SEGMENT = re.compile(r"^pcoll-(\d+)-\d+$")
+SEGMENT_MARKER = SHM_DIR + "/pcoll-"
+SHM_EXIT_MAPPED = "segments mapped on every rank"
+
+
+def shm_checks(mpi, lib, bdir, args, res):
+    """No pcoll segment is left in /dev/shm after a job that finalizes, calls
+    MPI_Abort or has a rank SIGKILLed (ctests/shm_exit.c), on one node (3
+    ranks) and on two (4 ranks, 2 per node), with node algorithms forced.
+    Only segments created by the job's own processes count (another job may
+    run beside); anything else new in /dev/shm (the MPI's own files) is
+    logged for information."""
+    if not os.path.isdir(SHM_DIR):
+        warn("no %s: the shared-memory leftover checks do not run" % SHM_DIR)
+        return
+    exe = os.path.join(bdir, "shm_exit")
+    ok, text = compile_prog(mpi, os.path.join(HERE, "shm_exit.c"), exe)
+    if not ok:
+        res.add(False, "compile %s shm_exit" % mpi, text, mpi)
+        return
+    algs = args.algs or {}
+
+    def first(coll, scope):
+        return next((a for a, sc in algs.get(coll, []) if sc == scope), None)
+
+    layouts = [("one node", 3, {}, {"allreduce": first("allreduce", "node"), "bcast": first("bcast", "node")}),
+               ("two nodes", 4, {RPN: "2"},
+                {"allreduce": first("allreduce", "multi-node"), "bcast": first("bcast", "node")})]
+    for where, nr, setting, forced in layouts:
+        for how in ("finalize", "abort", "kill"):
+            tenv = dict(setting, LD_PRELOAD=lib)
+            tenv.update({COLL_ENV[c]: a for c, a in forced.items() if a})
+            piddir = tempfile.mkdtemp(prefix="pcoll-ctest-")
+            before = set(os.listdir(SHM_DIR))
+            rc, out, err, secs = run_mpi(mpi, nr, exe, tenv, 60, [how, SEGMENT_MARKER, piddir])
+            new = sorted(set(os.listdir(SHM_DIR)) - before)
+            pids = set()
+            verdict = "(none written)"
+            for f in os.listdir(piddir):
+                with open(os.path.join(piddir, f)) as fh:
+                    text = fh.read().strip()
+                if f == "verdict":
+                    verdict = text
+                elif text.isdigit():
+                    pids.add(int(text))
+            shutil.rmtree(piddir, ignore_errors=True)
+            ours = [n for n in new if SEGMENT.match(n) and int(SEGMENT.match(n).group(1)) in pids]
+            problems = []
+            if rc is None:
+                problems.append("the job did not end within 60 s")
+            elif how == "finalize" and (rc != 0 or "ctest shm_exit: OK" not in out):
+                problems.append("the job failed")
+            elif how != "finalize" and rc == 0:
+                problems.append("exit code 0 after MPI_Abort or a killed rank")
+            if verdict != SHM_EXIT_MAPPED or len(pids) != nr:
+                # the check proves nothing unless every rank had a segment
+                problems.append("rank 0's verdict: %s; %d of %d pids recorded" % (verdict, len(pids), nr))
+            if ours:
+                problems.append("left in %s: %s" % (SHM_DIR, " ".join(ours)))
+            others = [n for n in new if n not in ours]
+            if others:
+                log("info: %s %s %s: new in %s, not this job's pcoll segments: %s" % (
+                    mpi, where, how, SHM_DIR, " ".join(others)))
+            details = ""
+            if problems:
+                details = "env: %s\n%s\n%s" % (" ".join("%s=%s" % kv for kv in sorted(tenv.items())),
+                                                "\n".join(problems), failure_details(rc, out, err, 20, 5))
+            res.add(not problems, "%s preload ranks=%d %s (%s): no pcoll segment left in %s after %s (%.1fs)" % (
+                mpi, nr, where, ",".join("%s=%s" % kv for kv in sorted(tenv.items()) if kv[0] != "LD_PRELOAD"),
+                SHM_DIR, {"finalize": "MPI_Finalize", "abort": "MPI_Abort", "kill": "a rank's SIGKILL"}[how], secs),
+                details, mpi, secs)
 
 
 def main():
@@ -611,7 +890,8 @@ def main():
     log("")
     for mpi in args.mpis:
         if mpi in res.time_by_mpi:
-            log("time %s: %.0fs in runs" % (mpi, res.time_by_mpi[mpi]))
+            log("time %s: %.0fs in runs (%s)" % (mpi, res.time_by_mpi[mpi], ", ".join(
+                "%s %.0fs" % kv for kv in res.time_by_section[mpi].items())))
     log("total wall time: %.0fs" % (time.time() - t0))
     if res.failures:
         log("failures:")

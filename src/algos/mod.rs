@@ -59,6 +59,19 @@ pub enum Impl {
     Hier(HierFn),
 }
 
+impl Impl {
+    /// The communicators an algorithm can run on, as `pcoll algorithms`
+    /// lists it: `p2p` any, `node` those on one node, `multi-node` those
+    /// spanning several (the test runner sets up node layouts by this).
+    pub fn scope(&self) -> &'static str {
+        match self {
+            Impl::Schedule(_) => "p2p",
+            Impl::Node(_) => "node",
+            Impl::Hier(_) => "multi-node",
+        }
+    }
+}
+
 pub struct Algorithm {
     pub coll: Coll,
     pub name: &'static str,

@@ -1,9 +1,10 @@
 //! `pcoll`: the command-line companion of libpcoll.so.
 //!
 //! `pcoll algorithms [-v]`: every algorithm, one per line as
-//! `<collective> <forcing value>` (what PCOLL_<COLL> accepts); the test
-//! runner forces each in turn from this list. `-v` adds a description and
-//! the parameters.
+//! `<collective> <forcing value> <scope>` (the forcing value is what
+//! PCOLL_<COLL> accepts; the scope is `p2p`, `node` or `multi-node`, the
+//! communicators it runs on); the test runner forces each in turn from this
+//! list. `-v` adds a description and the parameters.
 //!
 //! `pcoll model [options]`: predicted times of every algorithm from the
 //! cost model, which prices the algorithms' own schedules (see
@@ -104,8 +105,9 @@ fn main() {
         Some("algorithms") => {
             let verbose = args.get(1).is_some_and(|a| a == "-v");
             for algo in ALGORITHMS {
+                let scope = algo.imp.scope();
                 if !verbose {
-                    println!("{} {}", algo.coll, algo.name);
+                    println!("{} {} {scope}", algo.coll, algo.name);
                     continue;
                 }
                 let params: Vec<String> = algo
@@ -113,7 +115,7 @@ fn main() {
                     .iter()
                     .map(|p| format!("{}={}..{} (default {}: {})", p.name, p.min, p.max, p.default, p.help))
                     .collect();
-                println!("{} {}\t{}", algo.coll, algo.name, algo.summary);
+                println!("{} {} {scope}\t{}", algo.coll, algo.name, algo.summary);
                 for p in params {
                     println!("\t\t{p}");
                 }
