@@ -47,7 +47,7 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
                 let start = Instant::now();
                 let rc = forward();
                 if let Some(stats) = &rt.stats {
-                    stats.lock().unwrap().record(coll, None, 0, start.elapsed().as_secs_f64());
+                    stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
                 }
                 rc
             }
@@ -195,7 +195,7 @@ pub(super) fn execute(
         SCRATCH.set(scratch);
     }
     if let (Some(stats), Some(start)) = (&rt.stats, start) {
-        stats.lock().unwrap().record(call.desc.coll, Some(call.algo), call.desc.bytes, start.elapsed().as_secs_f64());
+        stats.lock().unwrap().record(call.desc.coll, call.algo, call.desc.bytes, start.elapsed().as_secs_f64());
     }
     rc
 }
