@@ -10,8 +10,8 @@ use crate::select::config::{accepted_choices, parse_choice, Choice, Config, Conf
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::os::raw::{c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
 

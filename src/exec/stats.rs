@@ -162,13 +162,8 @@ impl Summary {
             let _ = writeln!(out, "pcoll fallbacks: calls the host MPI ran, by reason");
             let _ = writeln!(out, "pcoll   fallback {:<10} {:>10} {:>12}  reason", "collective", "calls", "time_s_sum");
             for ((coll, reason), t) in &self.fallbacks {
-                let _ = writeln!(
-                    out,
-                    "pcoll   fallback {:<10} {:>10} {:>12.6}  {reason}",
-                    coll.name(),
-                    t.calls,
-                    t.seconds
-                );
+                let _ =
+                    writeln!(out, "pcoll   fallback {:<10} {:>10} {:>12.6}  {reason}", coll.name(), t.calls, t.seconds);
             }
         }
         out
@@ -198,7 +193,10 @@ mod tests {
         assert!(text.contains("bcast      mpi"), "{text}");
         assert!(!text.contains("gatherv"), "{text}");
         let fallback = text.lines().find(|l| l.contains("fallback bcast")).unwrap();
-        assert_eq!(fallback.split_whitespace().collect::<Vec<_>>(), ["pcoll", "fallback", "bcast", "2", "0.250000", "empty"]);
+        assert_eq!(
+            fallback.split_whitespace().collect::<Vec<_>>(),
+            ["pcoll", "fallback", "bcast", "2", "0.250000", "empty"]
+        );
     }
 
     #[test]

@@ -266,9 +266,7 @@ impl Config {
                         _ => return Err(err(None, "0, 1, abort".into())),
                     }
                 }
-                "PCOLL_REPRODUCIBLE" => {
-                    cfg.reproducible = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?
-                }
+                "PCOLL_REPRODUCIBLE" => cfg.reproducible = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_CALIBRATE" => cfg.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_SHM" => cfg.shm.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_SHM_ZCOPY" => cfg.shm.zcopy = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
@@ -512,7 +510,10 @@ mod tests {
         let cfg = parse(&[]).unwrap();
         assert_eq!((cfg.stats_file.clone(), cfg.verify, cfg.reproducible), (None, None, false));
         // PCOLL_STATS_FILE implies the summary, in either order.
-        for vars in [[("PCOLL_STATS", "0"), ("PCOLL_STATS_FILE", "s.txt")], [("PCOLL_STATS_FILE", "s.txt"), ("PCOLL_STATS", "0")]] {
+        for vars in [
+            [("PCOLL_STATS", "0"), ("PCOLL_STATS_FILE", "s.txt")],
+            [("PCOLL_STATS_FILE", "s.txt"), ("PCOLL_STATS", "0")],
+        ] {
             let cfg = parse(&vars).unwrap();
             assert!(cfg.stats);
             assert_eq!(cfg.stats_file.unwrap(), std::path::PathBuf::from("s.txt"));

@@ -396,7 +396,13 @@ mod tests {
             ("reduce op<commutative binomial", 1, 8, "op=commutative or op=noncommutative", "op<commutative"),
             // Numbers: missing, bad unit, not digits, overflowing.
             ("reduce p< binomial", 1, 8, "a number (digits with an optional K, M or G) after p<", "p<"),
-            ("reduce bytes>=8X binomial", 1, 8, "a number (digits with an optional K, M or G) after bytes>=", "bytes>=8X"),
+            (
+                "reduce bytes>=8X binomial",
+                1,
+                8,
+                "a number (digits with an optional K, M or G) after bytes>=",
+                "bytes>=8X",
+            ),
             ("reduce nodes=K binomial", 1, 8, "a number (digits with an optional K, M or G) after nodes=", "nodes=K"),
             ("reduce bytes<99999999999G binomial", 1, 8, "a number", "bytes<99999999999G"),
             ("reduce p<=-1 binomial", 1, 8, "a number", "p<=-1"),
