@@ -6,7 +6,7 @@ use super::comm::CommState;
 use super::handles::{self, Combine, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
-use super::{comm, gatherv, shim};
+use super::{comm, gatherv, shim, verify};
 use crate::algos::{Algorithm, Impl, Params};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
@@ -96,9 +96,10 @@ pub(super) fn in_place() -> *const c_void {
 
 /// A call pcoll runs itself: what it is and which algorithm runs it.
 pub(super) struct Planned {
-    desc: CallDesc,
-    algo: &'static Algorithm,
-    params: Params,
+    pub desc: CallDesc,
+    pub algo: &'static Algorithm,
+    pub params: Params,
+    pub reason: select::Reason,
 }
 
 /// Warned once per collective that a forced algorithm cannot run a call.
@@ -158,7 +159,7 @@ pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'stat
         algo.name,
         params.0,
     );
-    Ok(Planned { desc, algo, params })
+    Ok(Planned { desc, algo, params, reason })
 }
 
 thread_local! {
@@ -370,7 +371,9 @@ pub(super) fn reduction(
             if is_root { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), bytes) } else { &mut [][..] },
         )
     };
-    Done(execute(rt, state, &call, &GatherLayout::default(), send, recv, &red.combine))
+    Done(verify::reduction(rt, state.private, &call, send, recv, (datatype, op, count), |send, recv| {
+        execute(rt, state, &call, &GatherLayout::default(), send, recv, &red.combine)
+    }))
 }
 
 /// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
@@ -527,13 +530,18 @@ pub(super) fn bcast(
         Err(why) => return Forward(why),
     };
     let layout = GatherLayout::default();
+    let run = |data: &mut [u8]| {
+        verify::bcast(rt, state.private, &call, data, (datatype, ty.size, count), |data| {
+            execute(rt, state, &call, &layout, None, data, &NoReduction)
+        })
+    };
     if ty.dense {
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
-        return Done(execute(rt, state, &call, &layout, None, data, &NoReduction));
+        return Done(run(data));
     }
     let mut packed = if rank == root { pack(buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
-    let rc = execute(rt, state, &call, &layout, None, &mut packed, &NoReduction);
+    let rc = run(&mut packed);
     if rank != root && rc == MPI_SUCCESS as c_int {
         unpack(&packed, buf, count, datatype, &ty, comm);
     }
@@ -711,7 +719,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { PMPI_Init(argc, argv) };
     if rc == MPI_SUCCESS as c_int {
-        let _ = catch_unwind(|| runtime::after_init());
+        let _ = catch_unwind(runtime::after_init);
     }
     rc
 }
@@ -728,7 +736,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     // SAFETY: the caller's arguments, unchanged.
     let rc = unsafe { PMPI_Init_thread(argc, argv, required, provided) };
     if rc == MPI_SUCCESS as c_int {
-        let _ = catch_unwind(|| runtime::after_init());
+        let _ = catch_unwind(runtime::after_init);
     }
     rc
 }

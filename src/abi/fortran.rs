@@ -112,7 +112,7 @@ fn hook_if_initialized() {
     // SAFETY: MPI_Initialized may be called at any time; the flag is a local.
     unsafe { PMPI_Initialized(&mut initialized) };
     if initialized != 0 {
-        let _ = std::panic::catch_unwind(|| runtime::after_init());
+        let _ = std::panic::catch_unwind(runtime::after_init);
     }
 }
 

@@ -156,6 +156,9 @@ unsafe extern "C" fn on_finalize(
             if let Some(stats) = &runtime.stats {
                 print_summary(&stats.lock().unwrap(), runtime.cfg.stats_file.as_deref());
             }
+            if runtime.cfg.verify.is_some() {
+                print_verify_totals();
+            }
         }
         comm::release_all();
     });
@@ -186,6 +189,37 @@ fn print_summary(local: &Stats, file: Option<&Path>) {
         }
     }
     deliver(&summary.render(&host_version()), file);
+}
+
+/// PCOLL_VERIFY's count of compared calls and of those that differed,
+/// over the job (from world rank 0) or, as for the summary, this rank's.
+fn print_verify_totals() {
+    let mine = super::verify::totals();
+    let (totals, scope) = if HOOKED_AT_INIT.load(Ordering::Relaxed) {
+        let mut sum = [0u64; 2];
+        // SAFETY: two u64 from every rank (each installed the hook at MPI_Init) to world rank 0.
+        unsafe {
+            PMPI_Reduce(
+                mine.as_ptr().cast(),
+                sum.as_mut_ptr().cast(),
+                2,
+                RSMPI_UINT64_T,
+                RSMPI_SUM,
+                0,
+                RSMPI_COMM_WORLD,
+            )
+        };
+        if world_rank() != 0 {
+            return;
+        }
+        (sum, "all ranks".to_string())
+    } else {
+        (mine, format!("rank {} only", world_rank()))
+    };
+    say(&format!(
+        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope})\n",
+        totals[0], totals[1]
+    ));
 }
 
 /// Every rank's `text` at world rank 0 (`None` elsewhere).
