@@ -7,6 +7,8 @@
 
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
+#[cfg(feature = "test-wrong-algorithm")]
+mod allreduce_wrong;
 mod bcast_binomial;
 mod bcast_chain;
 mod bcast_kary;
@@ -223,6 +225,13 @@ pub static ALGORITHMS: &[Algorithm] = &[
         ordered::allreduce,
     )
     .canonical(),
+    #[cfg(feature = "test-wrong-algorithm")]
+    Algorithm::new(
+        Coll::Allreduce,
+        "wrong_for_tests",
+        "TEST FIXTURE: recursive doubling, then the last rank corrupts its last element (PCOLL_VERIFY's test)",
+        allreduce_wrong::build,
+    ),
     Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
     Algorithm::new(
         Coll::Reduce,
@@ -415,4 +424,14 @@ pub fn for_coll(coll: Coll) -> impl Iterator<Item = &'static Algorithm> {
 /// Looks an algorithm up by collective and name.
 pub fn find(coll: Coll, name: &str) -> Option<&'static Algorithm> {
     for_coll(coll).find(|a| a.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wrong_algorithm_exists_only_with_its_feature() {
+        assert_eq!(find(Coll::Allreduce, "wrong_for_tests").is_some(), cfg!(feature = "test-wrong-algorithm"));
+    }
 }
