@@ -18,7 +18,9 @@ job-wide and, above one rank, show every collective run by a pcoll
 algorithm (the forced one, when one is forced).  Also checks that a bogus
 PCOLL_ALLREDUCE value is rejected with a clear message, that PCOLL_STATS=1
 prints a summary, and that the link-time build really resolves the MPI
-collectives to libpcoll.
+collectives to libpcoll; then the checks of ctests/selection_checks.py
+(malformed rules, PCOLL_STATS_FILE, PCOLL_VERIFY, PCOLL_REPRODUCIBLE,
+pcoll tune).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
@@ -40,6 +42,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import selection_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -566,6 +570,7 @@ def extra_checks(mpi, lib, exes, args, res):
         ok = bool(ip) and not (im and min(im) < min(ip))
         res.add(ok, "%s link %s: libpcoll first in NEEDED (%s)" % (mpi, prog, " ".join(needed)),
                 "" if ok else "libpcoll missing from, or after an MPI library in, the NEEDED entries", mpi)
+    selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
 
 
 def main():

@@ -105,7 +105,7 @@ pub(super) struct Planned {
 /// Warned once per collective that a forced algorithm cannot run a call.
 static WARNED_UNSUPPORTED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 /// Warned once per collective that PCOLL_REPRODUCIBLE replaced a forced algorithm.
-static WARNED_NOT_CANONICAL: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
+static WARNED_REPLACED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
 /// What the host MPI is told why it runs a call, for the log.
 fn host_reason(reason: select::Reason) -> &'static str {
@@ -116,7 +116,7 @@ fn host_reason(reason: select::Reason) -> &'static str {
         Reason::Rule { source: RuleSource::TuneFile, .. } => "a PCOLL_TUNE_FILE rule chose mpi",
         Reason::Rule { source: RuleSource::BuiltIn, .. } => "a built-in rule chose mpi",
         Reason::Forced | Reason::ForcedMpi | Reason::Fallback => "forced mpi",
-        Reason::Rule { source: RuleSource::Reproducible, .. } | Reason::NotCanonical(_) => {
+        Reason::Rule { source: RuleSource::Reproducible, .. } | Reason::Replaced { .. } => {
             unreachable!("reproducible rules choose canonical algorithms, never the host")
         }
     }
@@ -140,11 +140,11 @@ pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'stat
         }
         Decision::NeedsLayout => unreachable!("only a Gatherv without its layout asks for it"),
     };
-    if let select::Reason::NotCanonical(forced) = reason {
-        if !WARNED_NOT_CANONICAL[desc.coll.index()].swap(true, Ordering::Relaxed) {
+    if let select::Reason::Replaced { forced, why } = reason {
+        if !WARNED_REPLACED[desc.coll.index()].swap(true, Ordering::Relaxed) {
             log::warn!(
-                "{}: PCOLL_REPRODUCIBLE=1 and the forced {forced} does not combine in the canonical order; \
-                 canonical algorithms run instead ({} for this call)",
+                "{}: PCOLL_REPRODUCIBLE=1 and the forced {forced} cannot be used ({why}); canonical algorithms \
+                 run such calls instead ({} this one)",
                 desc.coll,
                 algo.name
             );

@@ -8,9 +8,9 @@
 //! PCOLL_REPRODUCIBLE=1 narrows the choice for reductions to canonical
 //! algorithms (see [`crate::algos::Algorithm::canonical`]): rules naming
 //! others, or `mpi`, are passed over, the built-in rules are the
-//! reproducible ones, and a forced algorithm that is not canonical is
-//! replaced as if nothing were forced. Only a forced `mpi` still runs the
-//! host MPI's collective.
+//! reproducible ones, and a forced algorithm that is not canonical (or
+//! cannot run the call) is replaced as if nothing were forced. Only a
+//! forced `mpi` still runs the host MPI's collective.
 
 pub mod config;
 pub mod defaults;
@@ -47,8 +47,8 @@ pub enum Reason {
     /// The forced algorithm cannot run this call; the host MPI runs it.
     Unsupported(&'static str),
     /// PCOLL_REPRODUCIBLE=1: the forced algorithm (named) is not
-    /// canonical; the rules chose another.
-    NotCanonical(&'static str),
+    /// canonical or cannot run the call (why); the rules chose another.
+    Replaced { forced: &'static str, why: &'static str },
 }
 
 impl fmt::Display for Reason {
@@ -64,8 +64,8 @@ impl fmt::Display for Reason {
             }
             Reason::Fallback => f.write_str("no rule matched"),
             Reason::Unsupported(why) => write!(f, "forced algorithm cannot run this call: {why}"),
-            Reason::NotCanonical(forced) => {
-                write!(f, "PCOLL_REPRODUCIBLE=1: replaces the forced {forced}, not canonical")
+            Reason::Replaced { forced, why } => {
+                write!(f, "PCOLL_REPRODUCIBLE=1: replaces the forced {forced} ({why})")
             }
         }
     }
@@ -95,15 +95,17 @@ pub fn decide_with(cfg: &Config, choice: &Choice, desc: &CallDesc, bytes: Option
     let canonical_only = cfg.reproducible && desc.coll.is_reduction();
     match choice {
         Choice::Mpi => Decision::Host(Reason::ForcedMpi),
-        Choice::Force(algo, _) if canonical_only && !algo.canonical => {
-            match by_rules(cfg, desc, bytes, canonical_only) {
-                Decision::Run(a, p, _) => Decision::Run(a, p, Reason::NotCanonical(algo.name)),
-                other => other,
-            }
-        }
         Choice::Force(algo, params) => match (algo.check)(desc) {
-            Ok(()) => Decision::Run(algo, params.clone(), Reason::Forced),
-            Err(why) => Decision::Host(Reason::Unsupported(why)),
+            Ok(()) if algo.canonical || !canonical_only => Decision::Run(algo, params.clone(), Reason::Forced),
+            Err(why) if !canonical_only => Decision::Host(Reason::Unsupported(why)),
+            // Reproducible: another canonical algorithm, never the host.
+            verdict => {
+                let why = verdict.err().unwrap_or("not canonical");
+                match by_rules(cfg, desc, bytes, canonical_only) {
+                    Decision::Run(a, p, _) => Decision::Run(a, p, Reason::Replaced { forced: algo.name, why }),
+                    other => other,
+                }
+            }
         },
         Choice::Auto => by_rules(cfg, desc, bytes, canonical_only),
     }
@@ -234,7 +236,12 @@ mod tests {
         let d = desc(Coll::Allreduce, 4, 64);
         let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "ring")]);
         let (algo, why) = name(decide(&forced, &d, Some(64)));
-        assert_eq!((algo, why.as_str()), ("ordered", "PCOLL_REPRODUCIBLE=1: replaces the forced ring, not canonical"));
+        assert_eq!((algo, why.as_str()), ("ordered", "PCOLL_REPRODUCIBLE=1: replaces the forced ring (not canonical)"));
+        // So is a canonical one that cannot run the call, instead of the host.
+        let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "shm_flat")]);
+        let (algo, why) = name(decide(&forced, &d, Some(64)));
+        assert_eq!(algo, "ordered");
+        assert!(why.starts_with("PCOLL_REPRODUCIBLE=1: replaces the forced shm_flat (no shared segment"), "{why}");
         let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "ordered")]);
         assert!(matches!(decide(&forced, &d, Some(64)), Decision::Run(a, _, Reason::Forced) if a.name == "ordered"));
         let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "mpi")]);
