@@ -61,7 +61,9 @@ MPI_Abort or has a rank killed (ctests/shm_exit.c, on one node and on two).
 The Fortran programs (and t_large_count under MPICH) run with PCOLL_STATS=1
 (except with PCOLL_ENABLE=0), and their summary must be job-wide and, above
 one rank, show every collective run by a pcoll algorithm (the forced one,
-when one is forced).
+when one is forced). Then the checks of ctests/selection_checks.py
+(malformed rules, PCOLL_STATS_FILE, PCOLL_VERIFY, PCOLL_REPRODUCIBLE,
+pcoll tune).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
@@ -87,6 +89,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import selection_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -769,6 +773,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
         res.add(ok, "%s link %s: libpcoll first in NEEDED (%s)" % (mpi, prog, " ".join(needed)),
                 "" if ok else "libpcoll missing from, or after an MPI library in, the NEEDED entries", mpi)
     shm_checks(mpi, lib, bdir, args, res)
+    selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
 
 
 # pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n> (src/abi/node.rs,

@@ -3,6 +3,9 @@
 #   scripts/build.sh mpich     libpcoll.so for MPICH     (target/mpich/release/libpcoll.so)
 #   scripts/build.sh openmpi   libpcoll.so for Open MPI  (target/openmpi/release/libpcoll.so)
 #   scripts/build.sh tool      the `pcoll` command-line tool, which needs no MPI
+#   scripts/build.sh mpich test-wrong-algorithm
+#                              with extra cargo features (test variants, in
+#                              target/<mpi>-<features>; see Cargo.toml)
 # The last line of output is the absolute path of what was built.
 # One library per MPI: MPICH and Open MPI differ in ABI (integer handles
 # against pointers), so each build has its own target directory.
@@ -10,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 what=${1:-}
+features=${2:-}
 
 case "$what" in
   mpich) mpicc=mpicc.mpich; pkg="mpich libmpich-dev" ;;
@@ -31,5 +35,6 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-MPICC=$mpicc CARGO_TARGET_DIR="$root/target/$what" cargo build --release --quiet --lib >&2
-echo "$root/target/$what/release/libpcoll.so"
+target="$root/target/$what${features:+-${features//,/-}}"
+MPICC=$mpicc CARGO_TARGET_DIR="$target" cargo build --release --quiet --lib ${features:+--features "$features"} >&2
+echo "$target/release/libpcoll.so"

@@ -7,6 +7,7 @@
 //! - [`select`]: configuration from the environment and the per-call decision;
 //! - [`exec`]: runs a schedule over a [`exec::Transport`], reduction kernels;
 //! - [`sim`]: runs every rank's schedule in one process (tests, no MPI);
+//! - [`tune`]: `pcoll tune`, measuring the algorithms into a rules file;
 //! - `abi` (feature `mpi`): the C entry points, PMPI calls, the only FFI.
 
 pub mod algos;
@@ -14,6 +15,7 @@ pub mod core;
 pub mod exec;
 pub mod select;
 pub mod sim;
+pub mod tune;
 
 #[cfg(feature = "mpi")]
 mod abi;

@@ -7,7 +7,7 @@ use super::handles::{self, Combine, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
 use super::window::Leaders;
-use super::{comm, gatherv, shim};
+use super::{comm, gatherv, shim, verify};
 use crate::algos::{Algorithm, Impl, Params};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
@@ -50,7 +50,7 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
                 let start = Instant::now();
                 let rc = forward();
                 if let Some(stats) = &rt.stats {
-                    stats.lock().unwrap().record(coll, None, 0, start.elapsed().as_secs_f64());
+                    stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
                 }
                 rc
             }
@@ -99,13 +99,16 @@ pub(super) fn in_place() -> *const c_void {
 
 /// A call pcoll runs itself: what it is and which algorithm runs it.
 pub(super) struct Planned {
-    desc: CallDesc,
-    algo: &'static Algorithm,
-    params: Params,
+    pub desc: CallDesc,
+    pub algo: &'static Algorithm,
+    pub params: Params,
+    pub reason: select::Reason,
 }
 
 /// Warned once per collective that a forced algorithm cannot run a call.
 static WARNED_UNSUPPORTED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
+/// Warned once per collective that PCOLL_REPRODUCIBLE replaced a forced algorithm.
+static WARNED_REPLACED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
 /// What the host MPI is told why it runs a call, for the log.
 fn host_reason(reason: select::Reason) -> &'static str {
@@ -116,6 +119,9 @@ fn host_reason(reason: select::Reason) -> &'static str {
         Reason::Rule { source: RuleSource::TuneFile, .. } => "a PCOLL_TUNE_FILE rule chose mpi",
         Reason::Rule { source: RuleSource::BuiltIn, .. } => "a built-in rule chose mpi",
         Reason::Forced | Reason::ForcedMpi | Reason::Fallback => "forced mpi",
+        Reason::Rule { source: RuleSource::Reproducible, .. } | Reason::Replaced { .. } => {
+            unreachable!("reproducible rules choose canonical algorithms, never the host")
+        }
     }
 }
 
@@ -137,6 +143,16 @@ pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'stat
         }
         Decision::NeedsLayout => unreachable!("only a Gatherv without its layout asks for it"),
     };
+    if let select::Reason::Replaced { forced, why } = reason {
+        if !WARNED_REPLACED[desc.coll.index()].swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "{}: PCOLL_REPRODUCIBLE=1 and the forced {forced} cannot be used ({why}); canonical algorithms \
+                 run such calls instead ({} this one)",
+                desc.coll,
+                algo.name
+            );
+        }
+    }
     log::debug!(
         "{} comm_size={} root={} bytes={}: {}{:?} ({reason})",
         desc.coll,
@@ -146,7 +162,7 @@ pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'stat
         algo.name,
         params.0,
     );
-    Ok(Planned { desc, algo, params })
+    Ok(Planned { desc, algo, params, reason })
 }
 
 thread_local! {
@@ -198,7 +214,7 @@ pub(super) fn execute(
         SCRATCH.set(scratch);
     }
     if let (Some(stats), Some(start)) = (&rt.stats, start) {
-        stats.lock().unwrap().record(call.desc.coll, Some(call.algo), call.desc.bytes, start.elapsed().as_secs_f64());
+        stats.lock().unwrap().record(call.desc.coll, call.algo, call.desc.bytes, start.elapsed().as_secs_f64());
     }
     rc
 }
@@ -376,7 +392,9 @@ pub(super) fn reduction(
             if is_root { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), bytes) } else { &mut [][..] },
         )
     };
-    Done(execute(rt, state, &call, &GatherLayout::default(), send, recv, &red.combine))
+    Done(verify::reduction(rt, state.private, &call, send, recv, (datatype, op, count), |send, recv| {
+        execute(rt, state, &call, &GatherLayout::default(), send, recv, &red.combine)
+    }))
 }
 
 /// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
@@ -533,13 +551,18 @@ pub(super) fn bcast(
         Err(why) => return Forward(why),
     };
     let layout = GatherLayout::default();
+    let run = |data: &mut [u8]| {
+        verify::bcast(rt, state.private, &call, data, (datatype, ty.size, count), |data| {
+            execute(rt, state, &call, &layout, None, data, &NoReduction)
+        })
+    };
     if ty.dense {
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
-        return Done(execute(rt, state, &call, &layout, None, data, &NoReduction));
+        return Done(run(data));
     }
     let mut packed = if rank == root { pack(buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
-    let rc = execute(rt, state, &call, &layout, None, &mut packed, &NoReduction);
+    let rc = run(&mut packed);
     if rank != root && rc == MPI_SUCCESS as c_int {
         unpack(&packed, buf, count, datatype, &ty, comm);
     }

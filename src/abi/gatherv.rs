@@ -16,6 +16,7 @@ use super::entry::{comm_shape, execute, in_place, pack, plan, unpack, Outcome};
 use super::handles::{self, TypeLayout};
 use super::runtime::{self, Runtime};
 use super::transport::check;
+use super::verify::{self, GatherRoot};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::NoReduction;
@@ -254,19 +255,26 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             Some(&packed_send)
         }
     };
-    let Some(plan) = known.as_ref().filter(|_| is_root) else {
-        return Done(execute(rt, state, &call, &layout, send, &mut [], &NoReduction));
+    let run = |at_root: Option<GatherRoot<'_>>| {
+        let layout = at_root.as_ref().map_or(&*layout, |r| r.layout);
+        verify::gatherv(rt, state.private, &call, send, at_root, |recv| {
+            execute(rt, state, &call, layout, send, recv, &NoReduction)
+        })
     };
+    let Some(plan) = known.as_ref().filter(|_| is_root) else {
+        return Done(run(None));
+    };
+    let at_root = |recv| GatherRoot { recv, layout: &plan.layout, recvtype, size: plan.ty.size };
     if plan.ty.dense {
         // SAFETY: the blocks lie in the user's receive buffer, which spans
         // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
         let recv = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>().offset(plan.base), plan.span) };
-        return Done(execute(rt, state, &call, &plan.layout, send, recv, &NoReduction));
+        return Done(run(Some(at_root(recv))));
     }
     // A non-dense receive type: gather the signature bytes, then unpack each
     // block into place.
     let mut staging = vec![0u8; plan.span];
-    let rc = execute(rt, state, &call, &plan.layout, send, &mut staging, &NoReduction);
+    let rc = run(Some(at_root(&mut staging)));
     if rc == MPI_SUCCESS as c_int {
         let blocks = args.expect("the root has its arguments");
         for (peer, (&(count, displ), &(off, len))) in blocks.iter().zip(&plan.layout.blocks).enumerate() {

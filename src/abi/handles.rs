@@ -47,7 +47,8 @@ fn cached(datatype: MPI_Datatype) -> Option<Predefined> {
     PREDEFINED.with_borrow(|all| all.iter().flatten().find(|p| p.0 == datatype).copied())
 }
 
-fn classify(datatype: MPI_Datatype) -> (class::Type, repr::Type) {
+/// A datatype's class and representation (see the shim).
+pub(super) fn classify(datatype: MPI_Datatype) -> (class::Type, repr::Type) {
     if let Some((_, cls, rep, _)) = cached(datatype) {
         return (cls, rep);
     }

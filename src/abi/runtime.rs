@@ -5,12 +5,13 @@
 use super::comm;
 use super::transport::check;
 use crate::core::types::Coll;
-use crate::exec::stats::{self, Stats};
+use crate::exec::stats::{Stats, Summary};
 use crate::select::config::{accepted_choices, parse_choice, Choice, Config, ConfigError};
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::io::Write;
 use std::os::raw::{c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
 
@@ -116,12 +117,13 @@ fn init_logging(cfg: &Config) {
 }
 
 /// What pcoll does once MPI_Init or MPI_Init_thread succeeded: install the
-/// finalize hook on every rank and, with PCOLL_CALIBRATE=1, calibrate.
+/// finalize hook on every rank, read the configuration (so that an invalid
+/// one stops the job here, before the program's first collective) and,
+/// with PCOLL_CALIBRATE=1, calibrate.
 pub(super) fn after_init() {
     install_finalize_hook(true);
-    // The configuration is read here (not at the first collective) only
-    // when calibration is asked for.
-    if std::env::var_os("PCOLL_CALIBRATE").is_some() && get().cfg.calibrate && get().cfg.enable {
+    let rt = get();
+    if rt.cfg.calibrate && rt.cfg.enable {
         super::calibrate::calibrate();
     }
 }
@@ -149,13 +151,14 @@ unsafe extern "C" fn on_finalize(
     _extra: *mut c_void,
 ) -> c_int {
     let outcome = std::panic::catch_unwind(|| {
+        // Read at MPI_Init on every rank that installed the hook there.
         if let Some(Ok(runtime)) = RUNTIME.get() {
             if let Some(stats) = &runtime.stats {
-                print_summary(&stats.lock().unwrap());
+                print_summary(&stats.lock().unwrap(), runtime.cfg.stats_file.as_deref());
             }
-        } else if HOOKED_AT_INIT.load(Ordering::Relaxed) && Config::from_env().is_ok_and(|c| c.stats) {
-            // This rank ran no collective but the others may have: take part.
-            print_summary(&Stats::default());
+            if runtime.cfg.verify.is_some() {
+                print_verify_totals();
+            }
         }
         comm::release_all();
     });
@@ -167,26 +170,112 @@ unsafe extern "C" fn on_finalize(
     MPI_SUCCESS as c_int
 }
 
-/// One summary for the whole job on world rank 0 (if every rank installed
-/// the hook at MPI_Init), else this rank's own.
-fn print_summary(local: &Stats) {
-    let flat = local.to_flat();
+/// One summary for the whole job from world rank 0 (if every rank
+/// installed the hook at MPI_Init), else this rank's own; to stderr or to
+/// PCOLL_STATS_FILE (`<file>.<world rank>` for a rank's own).
+fn print_summary(local: &Stats, file: Option<&Path>) {
+    let text = local.to_text();
+    let mut summary = Summary::default();
     if !HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        say(&stats::summary(&flat, &flat, 1, &format!("{} (this rank only)", host_version())));
+        summary.add_rank(&text).expect("this rank's own table");
+        let file = file.map(|f| PathBuf::from(format!("{}.{}", f.display(), world_rank())));
+        deliver(&summary.render(&format!("{} (this rank only)", host_version())), file.as_deref());
         return;
     }
-    let (mut sum, mut max) = (vec![0.0; flat.len()], vec![0.0; flat.len()]);
-    let mut size = 0;
-    // SAFETY: all buffers hold flat.len() doubles; every rank takes part
-    // (each installed the hook in MPI_Init) with tables of the same shape.
-    unsafe {
-        PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size);
-        let n = flat.len() as c_int;
-        PMPI_Reduce(flat.as_ptr().cast(), sum.as_mut_ptr().cast(), n, RSMPI_DOUBLE, RSMPI_SUM, 0, RSMPI_COMM_WORLD);
-        PMPI_Reduce(flat.as_ptr().cast(), max.as_mut_ptr().cast(), n, RSMPI_DOUBLE, RSMPI_MAX, 0, RSMPI_COMM_WORLD);
+    let Some(tables) = gather_text(&text) else { return };
+    for table in &tables {
+        if let Err(e) = summary.add_rank(table) {
+            say(&format!("pcoll: PCOLL_STATS: {e}\n"));
+        }
     }
-    if world_rank() == 0 {
-        say(&stats::summary(&sum, &max, size as usize, &host_version()));
+    deliver(&summary.render(&host_version()), file);
+}
+
+/// PCOLL_VERIFY's count of compared calls and of those that differed,
+/// over the job (from world rank 0) or, as for the summary, this rank's.
+fn print_verify_totals() {
+    let mine = super::verify::totals();
+    let (totals, scope) = if HOOKED_AT_INIT.load(Ordering::Relaxed) {
+        let mut sum = [0u64; 2];
+        // SAFETY: two u64 from every rank (each installed the hook at MPI_Init) to world rank 0.
+        unsafe {
+            PMPI_Reduce(
+                mine.as_ptr().cast(),
+                sum.as_mut_ptr().cast(),
+                2,
+                RSMPI_UINT64_T,
+                RSMPI_SUM,
+                0,
+                RSMPI_COMM_WORLD,
+            )
+        };
+        if world_rank() != 0 {
+            return;
+        }
+        (sum, "all ranks".to_string())
+    } else {
+        (mine, format!("rank {} only", world_rank()))
+    };
+    say(&format!(
+        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope})\n",
+        totals[0], totals[1]
+    ));
+}
+
+/// Every rank's `text` at world rank 0 (`None` elsewhere).
+fn gather_text(text: &str) -> Option<Vec<String>> {
+    let (rank, mut size) = (world_rank(), 0);
+    let len = text.len() as c_int;
+    // SAFETY: reads the size of MPI_COMM_WORLD into a local.
+    unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
+    let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
+    // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
+    unsafe {
+        PMPI_Gather(
+            (&len as *const c_int).cast(),
+            1,
+            RSMPI_INT32_T,
+            lens.as_mut_ptr().cast(),
+            1,
+            RSMPI_INT32_T,
+            0,
+            RSMPI_COMM_WORLD,
+        )
+    };
+    let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
+    let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
+    // SAFETY: every rank sends its `len` bytes; the root receives them at
+    // `displs` in `all`, sized for the sum of the lengths.
+    unsafe {
+        PMPI_Gatherv(
+            text.as_ptr().cast(),
+            len,
+            super::shim::pcoll_dtype_byte(),
+            all.as_mut_ptr().cast(),
+            lens.as_ptr(),
+            displs.as_ptr(),
+            super::shim::pcoll_dtype_byte(),
+            0,
+            RSMPI_COMM_WORLD,
+        )
+    };
+    (rank == 0).then(|| {
+        lens.iter()
+            .zip(&displs)
+            .map(|(&l, &d)| String::from_utf8_lossy(&all[d as usize..(d + l) as usize]).into_owned())
+            .collect()
+    })
+}
+
+/// Writes the summary to `file`, or to stderr if none or if it cannot be
+/// written (saying why).
+fn deliver(summary: &str, file: Option<&Path>) {
+    match file.map(|f| (f, std::fs::write(f, summary))) {
+        None => say(summary),
+        Some((_, Ok(()))) => {}
+        Some((f, Err(e))) => {
+            say(&format!("pcoll: cannot write PCOLL_STATS_FILE={} ({e}); the summary:\n{summary}", f.display()))
+        }
     }
 }
 

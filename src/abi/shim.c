@@ -1,6 +1,7 @@
 /* See shim.h. Handles are compared here, in C, because only the MPI header
  * knows what they are. */
 #include "shim.h"
+#include <float.h>
 #include <pthread.h>
 #include <stddef.h>
 #ifdef OPEN_MPI
@@ -22,6 +23,9 @@
                                       : PCOLL_REPR_NONE))
 
 struct long_int { long v; int i; };
+
+/* long double is x87 extended precision, padded to 16 bytes. */
+#define X87_LONG_DOUBLE (LDBL_MANT_DIG == 64 && LDBL_MAX_EXP == 16384 && sizeof(long double) == 16)
 
 struct dtype_entry {
     MPI_Datatype handle;
@@ -59,11 +63,11 @@ int pcoll_dtype_class(MPI_Datatype datatype, int *repr)
         {MPI_COUNT, PCOLL_CLASS_MULTI_LANGUAGE, INT_REPR(MPI_Count)},
         {MPI_FLOAT, PCOLL_CLASS_FLOATING, sizeof(float) == 4 ? PCOLL_REPR_F32 : PCOLL_REPR_NONE},
         {MPI_DOUBLE, PCOLL_CLASS_FLOATING, sizeof(double) == 8 ? PCOLL_REPR_F64 : PCOLL_REPR_NONE},
-        {MPI_LONG_DOUBLE, PCOLL_CLASS_FLOATING, PCOLL_REPR_NONE},
+        {MPI_LONG_DOUBLE, PCOLL_CLASS_FLOATING, X87_LONG_DOUBLE ? PCOLL_REPR_F80 : PCOLL_REPR_NONE},
         {MPI_C_BOOL, PCOLL_CLASS_LOGICAL, sizeof(_Bool) == 1 ? PCOLL_REPR_BOOL : PCOLL_REPR_NONE},
         {MPI_C_FLOAT_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C32},
         {MPI_C_DOUBLE_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_C64},
-        {MPI_C_LONG_DOUBLE_COMPLEX, PCOLL_CLASS_COMPLEX, PCOLL_REPR_NONE},
+        {MPI_C_LONG_DOUBLE_COMPLEX, PCOLL_CLASS_COMPLEX, X87_LONG_DOUBLE ? PCOLL_REPR_C80 : PCOLL_REPR_NONE},
         {MPI_BYTE, PCOLL_CLASS_BYTE, PCOLL_REPR_U8},
         {MPI_FLOAT_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_F32_I32},
         {MPI_DOUBLE_INT, PCOLL_CLASS_PAIR, PCOLL_REPR_F64_I32},

@@ -29,7 +29,10 @@ enum pcoll_repr {
     PCOLL_REPR_F32, PCOLL_REPR_F64, PCOLL_REPR_BOOL,
     PCOLL_REPR_C32, PCOLL_REPR_C64,
     PCOLL_REPR_F32_I32, PCOLL_REPR_F64_I32, PCOLL_REPR_I64_I32,
-    PCOLL_REPR_I32_I32, PCOLL_REPR_I16_I32
+    PCOLL_REPR_I32_I32, PCOLL_REPR_I16_I32,
+    /* x87 extended precision in 16 bytes (C long double on x86): no
+     * kernel, but PCOLL_VERIFY reads the values */
+    PCOLL_REPR_F80, PCOLL_REPR_C80
 };
 
 enum pcoll_op {

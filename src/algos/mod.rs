@@ -7,6 +7,8 @@
 
 mod allreduce_recursive_doubling;
 mod allreduce_reduce_bcast;
+#[cfg(feature = "test-wrong-algorithm")]
+mod allreduce_wrong;
 mod bcast_binomial;
 mod bcast_chain;
 mod bcast_kary;
@@ -16,6 +18,7 @@ mod bcast_tree;
 mod gatherv_binomial;
 mod gatherv_linear;
 mod node;
+mod ordered;
 mod rabenseifner;
 mod reduce_binomial;
 mod reduce_tree;
@@ -82,6 +85,11 @@ pub struct Algorithm {
     /// Gatherv: every rank needs the root's block layout to build its
     /// schedule (a tree forwards other ranks' blocks), not only the root.
     pub layout_everywhere: bool,
+    /// Reductions: every element is combined in the canonical order
+    /// `x0 ∘ (x1 ∘ (... ∘ x(p-1)))`, whatever p, the layout on nodes and
+    /// the vector's length, so canonical algorithms give bitwise the same
+    /// result (PCOLL_REPRODUCIBLE runs only these).
+    pub canonical: bool,
 }
 
 impl std::fmt::Debug for Algorithm {
@@ -101,13 +109,23 @@ impl Algorithm {
             check: any_call,
             imp: Impl::Schedule(build),
             layout_everywhere: false,
+            canonical: false,
         }
     }
 
     /// A node algorithm; it runs where its check (at least "one node with
     /// a segment") accepts the call.
     pub const fn node(coll: Coll, name: &'static str, summary: &'static str, run: NodeFn, check: CheckFn) -> Algorithm {
-        Algorithm { coll, name, summary, params: &[], check, imp: Impl::Node(run), layout_everywhere: false }
+        Algorithm {
+            coll,
+            name,
+            summary,
+            params: &[],
+            check,
+            imp: Impl::Node(run),
+            layout_everywhere: false,
+            canonical: false,
+        }
     }
 
     /// A node-aware composition.
@@ -120,6 +138,7 @@ impl Algorithm {
             check: crate::exec::shm::hier::check,
             imp: Impl::Hier(run),
             layout_everywhere: false,
+            canonical: false,
         }
     }
 
@@ -143,6 +162,12 @@ impl Algorithm {
 
     pub const fn with_layout_everywhere(mut self) -> Algorithm {
         self.layout_everywhere = true;
+        self
+    }
+
+    /// Marks a reduction that combines in the canonical order.
+    pub const fn canonical(mut self) -> Algorithm {
+        self.canonical = true;
         self
     }
 
@@ -206,6 +231,20 @@ pub static ALGORITHMS: &[Algorithm] = &[
         reduce_tree::kary_allreduce,
     )
     .with_params(TREE_K),
+    Algorithm::new(
+        Coll::Allreduce,
+        "ordered",
+        "direct-exchange reduce-scatter and allgather, combining in the canonical order (PCOLL_REPRODUCIBLE)",
+        ordered::allreduce,
+    )
+    .canonical(),
+    #[cfg(feature = "test-wrong-algorithm")]
+    Algorithm::new(
+        Coll::Allreduce,
+        "wrong_for_tests",
+        "TEST FIXTURE: recursive doubling, then the last rank corrupts its last element (PCOLL_VERIFY's test)",
+        allreduce_wrong::build,
+    ),
     Algorithm::new(Coll::Reduce, "binomial", "binomial tree, combining in rank order", reduce_binomial::build),
     Algorithm::new(
         Coll::Reduce,
@@ -240,6 +279,13 @@ pub static ALGORITHMS: &[Algorithm] = &[
         ring::reduce,
     )
     .with_check(ring::check),
+    Algorithm::new(
+        Coll::Reduce,
+        "ordered",
+        "direct-exchange reduce-scatter, slices to the root, combining in the canonical order (PCOLL_REPRODUCIBLE)",
+        ordered::reduce,
+    )
+    .canonical(),
     Algorithm::new(Coll::Bcast, "binomial", "binomial tree", bcast_binomial::build),
     Algorithm::new(
         Coll::Bcast,
@@ -278,42 +324,48 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "one node: every rank combines every rank's vector from shared memory (small vectors)",
         node::allreduce_flat,
         node::on_one_node,
-    ),
+    )
+    .canonical(),
     Algorithm::node(
         Coll::Allreduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
         node::allreduce_partition,
         node::on_one_node,
-    ),
+    )
+    .canonical(),
     Algorithm::node(
         Coll::Allreduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
         node::allreduce_zero_copy,
         node::on_one_node_zero_copy,
-    ),
+    )
+    .canonical(),
     Algorithm::node(
         Coll::Reduce,
         "shm_flat",
         "one node: the root combines every rank's vector from shared memory (small vectors)",
         node::reduce_flat,
         node::on_one_node,
-    ),
+    )
+    .canonical(),
     Algorithm::node(
         Coll::Reduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
         node::reduce_partition,
         node::on_one_node,
-    ),
+    )
+    .canonical(),
     Algorithm::node(
         Coll::Reduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
         node::reduce_zero_copy,
         node::on_one_node_zero_copy,
-    ),
+    )
+    .canonical(),
     Algorithm::node(
         Coll::Bcast,
         "shm_pipeline",
@@ -400,4 +452,14 @@ pub fn for_coll(coll: Coll) -> impl Iterator<Item = &'static Algorithm> {
 /// Looks an algorithm up by collective and name.
 pub fn find(coll: Coll, name: &str) -> Option<&'static Algorithm> {
     for_coll(coll).find(|a| a.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wrong_algorithm_exists_only_with_its_feature() {
+        assert_eq!(find(Coll::Allreduce, "wrong_for_tests").is_some(), cfg!(feature = "test-wrong-algorithm"));
+    }
 }

@@ -9,6 +9,10 @@
 //! `pcoll model [options]`: predicted times of every algorithm from the
 //! cost model, which prices the algorithms' own schedules (see
 //! `pcoll model --help`).
+//!
+//! `pcoll tune --mpi M --ranks N [options]`: measures the algorithms on
+//! this machine and writes rules for PCOLL_TUNE_FILE (see
+//! `pcoll tune --help`).
 
 use pcoll::algos::ALGORITHMS;
 use pcoll::core::types::Coll;
@@ -122,8 +126,13 @@ fn main() {
             }
         }
         Some("model") => model(&args[1..]),
+        Some("tune") => {
+            if let Err(e) = pcoll::tune::main(&args[1..]) {
+                fail(&e);
+            }
+        }
         _ => {
-            eprintln!("usage: pcoll algorithms [-v] | pcoll model [--help]");
+            eprintln!("usage: pcoll algorithms [-v] | pcoll model [--help] | pcoll tune [--help]");
             std::process::exit(2);
         }
     }

@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod kernels;
 pub mod shm;
 pub mod stats;
+pub mod verify;
 pub mod wait;
 
 use crate::core::schedule::{BufId, Local, Region, Schedule, Xfer};

@@ -52,6 +52,16 @@ impl LogLevel {
     }
 }
 
+/// PCOLL_VERIFY: what a mismatch between pcoll's result and the host
+/// MPI's does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyMode {
+    /// Report the first mismatch of each rank, go on with pcoll's result.
+    Report,
+    /// Report it and abort the job.
+    Abort,
+}
+
 /// PCOLL_GATHERV_MODE: how a Gatherv algorithm that needs the root's
 /// layout on every rank gets it (seed 001's two levels).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +148,13 @@ pub struct Config {
     pub log: LogLevel,
     /// PCOLL_STATS: print a job-wide summary at MPI_Finalize.
     pub stats: bool,
+    /// PCOLL_STATS_FILE: write the summary to this file instead of stderr
+    /// (implies PCOLL_STATS=1).
+    pub stats_file: Option<std::path::PathBuf>,
+    /// PCOLL_VERIFY: compare every call pcoll runs with the host MPI's.
+    pub verify: Option<VerifyMode>,
+    /// PCOLL_REPRODUCIBLE: reductions combine in one canonical order.
+    pub reproducible: bool,
     /// PCOLL_TUNE: rules given inline.
     pub tune: Option<Rules>,
     /// PCOLL_TUNE_FILE: rules read from a file.
@@ -156,6 +173,9 @@ impl Default for Config {
             choices: [Choice::Auto, Choice::Auto, Choice::Auto, Choice::Auto],
             log: LogLevel::Warn,
             stats: false,
+            stats_file: None,
+            verify: None,
+            reproducible: false,
             tune: None,
             tune_file: None,
             gatherv_mode: GathervMode::Conservative,
@@ -199,6 +219,9 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_TUNE_FILE",
     "PCOLL_LOG",
     "PCOLL_STATS",
+    "PCOLL_STATS_FILE",
+    "PCOLL_VERIFY",
+    "PCOLL_REPRODUCIBLE",
     "PCOLL_CALIBRATE",
     "PCOLL_SHM",
     "PCOLL_SHM_ZCOPY",
@@ -231,7 +254,23 @@ impl Config {
             };
             match var.as_str() {
                 "PCOLL_ENABLE" => cfg.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_STATS" => cfg.stats = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_STATS" => cfg.stats |= parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+                "PCOLL_STATS_FILE" => {
+                    if value.trim().is_empty() {
+                        return Err(err(Some("empty".into()), "a file path".into()));
+                    }
+                    cfg.stats_file = Some(value.trim().into());
+                    cfg.stats = true;
+                }
+                "PCOLL_VERIFY" => {
+                    cfg.verify = match value.trim() {
+                        "0" => None,
+                        "1" => Some(VerifyMode::Report),
+                        "abort" => Some(VerifyMode::Abort),
+                        _ => return Err(err(None, "0, 1, abort".into())),
+                    }
+                }
+                "PCOLL_REPRODUCIBLE" => cfg.reproducible = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_CALIBRATE" => cfg.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_SHM" => cfg.shm.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_SHM_ZCOPY" => cfg.shm.zcopy = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
@@ -443,6 +482,60 @@ mod tests {
         ] {
             let err = parse(&[(var, value)]).unwrap_err();
             assert_eq!((err.var.as_str(), err.value.as_str()), (var, value));
+        }
+    }
+
+    #[test]
+    fn malformed_rules_are_refused_naming_the_variable_line_and_column() {
+        let err = parse(&[("PCOLL_TUNE", "bcast binomial\nreduce p<x binomial")]).unwrap_err();
+        assert_eq!(err.var, "PCOLL_TUNE");
+        let msg = err.to_string();
+        assert!(msg.starts_with("invalid PCOLL_TUNE=\"bcast binomial\\nreduce p<x binomial\""), "{msg}");
+        assert!(msg.contains("PCOLL_TUNE line 2, column 8: expected a number"), "{msg}");
+        assert!(msg.contains("found \"p<x\""), "{msg}");
+
+        let dir = std::env::temp_dir().join(format!("pcoll-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("bad.rules");
+        std::fs::write(&file, "# tuned\nallreduce p=2 ring\ngatherv bytes<1Q linear\n").unwrap();
+        let path = file.to_str().unwrap();
+        let err = parse(&[("PCOLL_TUNE_FILE", path)]).unwrap_err();
+        assert_eq!((err.var.as_str(), err.value.as_str()), ("PCOLL_TUNE_FILE", path));
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("{path} line 3, column 9: expected a number")), "{msg}");
+        std::fs::write(&file, "allreduce p=2 ring\n").unwrap();
+        let cfg = parse(&[("PCOLL_TUNE_FILE", path)]).unwrap();
+        assert_eq!(cfg.tune_file.unwrap().rules.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let err = parse(&[("PCOLL_TUNE_FILE", "/nonexistent/pcoll.rules")]).unwrap_err();
+        assert!(err.to_string().contains("cannot read it"), "{err}");
+    }
+
+    #[test]
+    fn stats_file_verify_and_reproducible() {
+        let cfg = parse(&[]).unwrap();
+        assert_eq!((cfg.stats_file.clone(), cfg.verify, cfg.reproducible), (None, None, false));
+        // PCOLL_STATS_FILE implies the summary, in either order.
+        for vars in [
+            [("PCOLL_STATS", "0"), ("PCOLL_STATS_FILE", "s.txt")],
+            [("PCOLL_STATS_FILE", "s.txt"), ("PCOLL_STATS", "0")],
+        ] {
+            let cfg = parse(&vars).unwrap();
+            assert!(cfg.stats);
+            assert_eq!(cfg.stats_file.unwrap(), std::path::PathBuf::from("s.txt"));
+        }
+        assert_eq!(parse(&[("PCOLL_VERIFY", "1")]).unwrap().verify, Some(VerifyMode::Report));
+        assert_eq!(parse(&[("PCOLL_VERIFY", "abort")]).unwrap().verify, Some(VerifyMode::Abort));
+        assert_eq!(parse(&[("PCOLL_VERIFY", "0")]).unwrap().verify, None);
+        assert!(parse(&[("PCOLL_REPRODUCIBLE", "1")]).unwrap().reproducible);
+        for (var, value, accepted) in [
+            ("PCOLL_VERIFY", "yes", "0, 1, abort"),
+            ("PCOLL_REPRODUCIBLE", "on", "0, 1"),
+            ("PCOLL_STATS_FILE", " ", "a file path"),
+        ] {
+            let err = parse(&[(var, value)]).unwrap_err();
+            assert_eq!((err.var.as_str(), err.value.as_str(), err.accepted.as_str()), (var, value, accepted));
         }
     }
 }

@@ -60,11 +60,33 @@ gatherv p<8 linear
 gatherv binomial
 ";
 
+/// The rules for reductions under PCOLL_REPRODUCIBLE=1, which only
+/// canonical algorithms may run: on one node the node layer, elsewhere
+/// (and where the node layer cannot run) `ordered`, which runs any call.
+pub const REPRODUCIBLE_RULES: &str = "\
+allreduce bytes<16K shm_flat
+allreduce shm_zcopy
+allreduce shm_partition
+allreduce ordered
+reduce bytes<16K shm_flat
+reduce shm_zcopy
+reduce shm_partition
+reduce ordered
+";
+
 static RULES: Lazy<Rules> =
     Lazy::new(|| Rules::parse(DEFAULT_RULES, "built-in").expect("the built-in rules parse (tested)"));
 
+static REPRODUCIBLE: Lazy<Rules> = Lazy::new(|| {
+    Rules::parse(REPRODUCIBLE_RULES, "built-in reproducible").expect("the reproducible rules parse (tested)")
+});
+
 pub fn rules() -> &'static Rules {
     &RULES
+}
+
+pub fn reproducible_rules() -> &'static Rules {
+    &REPRODUCIBLE
 }
 
 #[cfg(test)]
@@ -77,5 +99,14 @@ mod tests {
             panic!("{e}");
         }
         assert!(!rules().rules.is_empty());
+    }
+
+    #[test]
+    fn reproducible_rules_name_only_canonical_reductions() {
+        use super::super::rules::Target;
+        for rule in &reproducible_rules().rules {
+            assert!(rule.coll.is_reduction(), "line {}", rule.line);
+            assert!(matches!(rule.target, Target::Algo(a, _) if a.canonical), "line {}", rule.line);
+        }
     }
 }

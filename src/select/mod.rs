@@ -4,6 +4,13 @@
 //! Precedence: PCOLL_<COLL> (a forced algorithm or `mpi`), then the rules
 //! of PCOLL_TUNE, then those of PCOLL_TUNE_FILE, then the built-in rules
 //! ([`defaults`]), then the collective's general algorithm.
+//!
+//! PCOLL_REPRODUCIBLE=1 narrows the choice for reductions to canonical
+//! algorithms (see [`crate::algos::Algorithm::canonical`]): rules naming
+//! others, or `mpi`, are passed over, the built-in rules are the
+//! reproducible ones, and a forced algorithm that is not canonical (or
+//! cannot run the call) is replaced as if nothing were forced. Only a
+//! forced `mpi` still runs the host MPI's collective.
 
 pub mod config;
 pub mod defaults;
@@ -22,6 +29,8 @@ pub enum RuleSource {
     Tune,
     TuneFile,
     BuiltIn,
+    /// The built-in rules of PCOLL_REPRODUCIBLE=1.
+    Reproducible,
 }
 
 /// Why a call runs the way it does (shown in the debug log).
@@ -37,6 +46,9 @@ pub enum Reason {
     Fallback,
     /// The forced algorithm cannot run this call; the host MPI runs it.
     Unsupported(&'static str),
+    /// PCOLL_REPRODUCIBLE=1: the forced algorithm (named) is not
+    /// canonical or cannot run the call (why); the rules chose another.
+    Replaced { forced: &'static str, why: &'static str },
 }
 
 impl fmt::Display for Reason {
@@ -47,8 +59,14 @@ impl fmt::Display for Reason {
             Reason::Rule { source: RuleSource::Tune, line } => write!(f, "PCOLL_TUNE rule, line {line}"),
             Reason::Rule { source: RuleSource::TuneFile, line } => write!(f, "PCOLL_TUNE_FILE rule, line {line}"),
             Reason::Rule { source: RuleSource::BuiltIn, line } => write!(f, "built-in rule, line {line}"),
+            Reason::Rule { source: RuleSource::Reproducible, line } => {
+                write!(f, "built-in reproducible rule, line {line}")
+            }
             Reason::Fallback => f.write_str("no rule matched"),
             Reason::Unsupported(why) => write!(f, "forced algorithm cannot run this call: {why}"),
+            Reason::Replaced { forced, why } => {
+                write!(f, "PCOLL_REPRODUCIBLE=1: replaces the forced {forced} ({why})")
+            }
         }
     }
 }
@@ -74,26 +92,44 @@ pub fn decide(cfg: &Config, desc: &CallDesc, bytes: Option<usize>) -> Decision {
 /// [`decide`] with the collective's choice given (a benchmark's or a
 /// tuner's override of the configured one).
 pub fn decide_with(cfg: &Config, choice: &Choice, desc: &CallDesc, bytes: Option<usize>) -> Decision {
+    let canonical_only = cfg.reproducible && desc.coll.is_reduction();
     match choice {
-        Choice::Mpi => return Decision::Host(Reason::ForcedMpi),
-        Choice::Force(algo, params) => {
-            return match (algo.check)(desc) {
-                Ok(()) => Decision::Run(algo, params.clone(), Reason::Forced),
-                Err(why) => Decision::Host(Reason::Unsupported(why)),
+        Choice::Mpi => Decision::Host(Reason::ForcedMpi),
+        Choice::Force(algo, params) => match (algo.check)(desc) {
+            Ok(()) if algo.canonical || !canonical_only => Decision::Run(algo, params.clone(), Reason::Forced),
+            Err(why) if !canonical_only => Decision::Host(Reason::Unsupported(why)),
+            // Reproducible: another canonical algorithm, never the host.
+            verdict => {
+                let why = verdict.err().unwrap_or("not canonical");
+                match by_rules(cfg, desc, bytes, canonical_only) {
+                    Decision::Run(a, p, _) => Decision::Run(a, p, Reason::Replaced { forced: algo.name, why }),
+                    other => other,
+                }
             }
-        }
-        Choice::Auto => {}
+        },
+        Choice::Auto => by_rules(cfg, desc, bytes, canonical_only),
     }
+}
+
+/// The rules' choice: PCOLL_TUNE, PCOLL_TUNE_FILE, the built-in rules (the
+/// reproducible ones when `canonical_only`), the general algorithm.
+fn by_rules(cfg: &Config, desc: &CallDesc, bytes: Option<usize>, canonical_only: bool) -> Decision {
     let call =
         CallShape { coll: desc.coll, procs: desc.size, bytes, commutative: desc.commutative, nodes: desc.topo.nodes };
+    let runs = |a: &Algorithm| (a.canonical || !canonical_only) && (a.check)(desc).is_ok();
     let accepts = |t: &Target| match t {
-        Target::Mpi => true,
-        Target::Algo(a, _) => (a.check)(desc).is_ok(),
+        Target::Mpi => !canonical_only,
+        Target::Algo(a, _) => runs(a),
+    };
+    let built_in = if canonical_only {
+        (defaults::reproducible_rules(), RuleSource::Reproducible)
+    } else {
+        (defaults::rules(), RuleSource::BuiltIn)
     };
     let sources: [(Option<&Rules>, RuleSource); 3] = [
         (cfg.tune.as_ref(), RuleSource::Tune),
         (cfg.tune_file.as_ref(), RuleSource::TuneFile),
-        (Some(defaults::rules()), RuleSource::BuiltIn),
+        (Some(built_in.0), built_in.1),
     ];
     for (rules, source) in sources {
         let Some(rules) = rules else { continue };
@@ -110,9 +146,9 @@ pub fn decide_with(cfg: &Config, choice: &Choice, desc: &CallDesc, bytes: Option
         }
     }
     // The registry lists each collective's general-purpose algorithm
-    // first; it accepts every call.
+    // first; it accepts every call (reproducible: `ordered` does).
     let algo = algos::for_coll(desc.coll)
-        .find(|a| (a.check)(desc).is_ok())
+        .find(|&a| runs(a))
         .expect("every collective has an algorithm that accepts every call");
     Decision::Run(algo, algo.default_params(), Reason::Fallback)
 }
@@ -174,5 +210,51 @@ mod tests {
         assert!(matches!(decide(&by_size, &d, None), Decision::Run(a, ..) if a.name == "linear"));
         let by_bytes = cfg(&[("PCOLL_TUNE", "gatherv bytes<1K linear")]);
         assert!(matches!(decide(&by_bytes, &d, None), Decision::NeedsLayout));
+    }
+
+    #[test]
+    fn reproducible_reductions_run_only_canonical_algorithms() {
+        let name = |d: Decision| match d {
+            Decision::Run(a, _, reason) => (a.name, reason.to_string()),
+            other => panic!("{other:?}"),
+        };
+        let repro = cfg(&[("PCOLL_REPRODUCIBLE", "1")]);
+        // Several nodes (or no segment): ordered, whatever the size.
+        let spread = Topo { nodes: 2, ..Topo::default() };
+        for bytes in [8, 1 << 20] {
+            let d = CallDesc { topo: spread, ..desc(Coll::Allreduce, 4, bytes) };
+            assert_eq!(name(decide(&repro, &d, Some(bytes))), ("ordered", "built-in reproducible rule, line 4".into()));
+        }
+        // One node with a segment: the node layer.
+        let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
+        let d = CallDesc { topo: node, ..desc(Coll::Reduce, 4, 64) };
+        assert_eq!(name(decide(&repro, &d, Some(64))).0, "shm_flat");
+        let d = CallDesc { topo: node, ..desc(Coll::Reduce, 4, 1 << 20) };
+        assert_eq!(name(decide(&repro, &d, Some(1 << 20))).0, "shm_partition");
+        // A forced algorithm that is not canonical is replaced, saying so;
+        // canonical ones and mpi stay.
+        let d = desc(Coll::Allreduce, 4, 64);
+        let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "ring")]);
+        let (algo, why) = name(decide(&forced, &d, Some(64)));
+        assert_eq!((algo, why.as_str()), ("ordered", "PCOLL_REPRODUCIBLE=1: replaces the forced ring (not canonical)"));
+        // So is a canonical one that cannot run the call, instead of the host.
+        let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "shm_flat")]);
+        let (algo, why) = name(decide(&forced, &d, Some(64)));
+        assert_eq!(algo, "ordered");
+        assert!(why.starts_with("PCOLL_REPRODUCIBLE=1: replaces the forced shm_flat (no shared segment"), "{why}");
+        let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "ordered")]);
+        assert!(matches!(decide(&forced, &d, Some(64)), Decision::Run(a, _, Reason::Forced) if a.name == "ordered"));
+        let forced = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_ALLREDUCE", "mpi")]);
+        assert!(matches!(decide(&forced, &d, Some(64)), Decision::Host(Reason::ForcedMpi)));
+        // Rules: non-canonical targets and mpi are passed over.
+        let tuned =
+            cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_TUNE", "allreduce ring; allreduce mpi\nallreduce ordered")]);
+        assert_eq!(name(decide(&tuned, &d, Some(64))), ("ordered", "PCOLL_TUNE rule, line 2".into()));
+        // Other collectives are not affected.
+        let b = desc(Coll::Bcast, 4, 64);
+        let bcast = cfg(&[("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_BCAST", "chain")]);
+        assert!(matches!(decide(&bcast, &b, Some(64)), Decision::Run(a, _, Reason::Forced) if a.name == "chain"));
+        // Without the setting nothing changes.
+        assert_ne!(name(decide(&cfg(&[]), &d, Some(64))).0, "ordered");
     }
 }

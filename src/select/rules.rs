@@ -249,28 +249,36 @@ fn parse_rule(text: &str, start: usize, item: &str, line: usize, source: &str) -
 }
 
 fn parse_cond(tok: &str) -> Result<Cond, String> {
-    const EXPECTED: &str =
-        "a condition: p<N, p>=N, bytes<N, bytes>=N (<, <=, >, >=, =), op=commutative or op=noncommutative";
-    match tok {
-        "op=commutative" => return Ok(Cond::Commutative(true)),
-        "op=noncommutative" => return Ok(Cond::Commutative(false)),
-        _ => {}
-    }
+    const EXPECTED: &str = "a condition: p, bytes or nodes, then <, <=, >, >= or =, then a number \
+                            (p<8, bytes>=64K, nodes=2), or op=commutative, op=noncommutative";
     let key_end = tok.find(['<', '>', '=']).ok_or(EXPECTED)?;
     let (key, rest) = tok.split_at(key_end);
-    let (cmp, value) = [("<=", Cmp::Le), (">=", Cmp::Ge), ("<", Cmp::Lt), (">", Cmp::Gt), ("=", Cmp::Eq)]
-        .into_iter()
-        .find_map(|(s, c)| rest.strip_prefix(s).map(|v| (c, v)))
-        .ok_or(EXPECTED)?;
-    let v = number(value).ok_or_else(|| {
-        format!("a number (digits with an optional K, M or G) after {key}{}", &rest[..rest.len() - value.len()])
-    })?;
     match key {
-        "p" => Ok(Cond::Procs(cmp, v)),
-        "bytes" => Ok(Cond::Bytes(cmp, v)),
-        "nodes" => Ok(Cond::Nodes(cmp, v)),
-        _ => Err(EXPECTED.to_string()),
+        "op" => {
+            return match rest {
+                "=commutative" => Ok(Cond::Commutative(true)),
+                "=noncommutative" => Ok(Cond::Commutative(false)),
+                _ => Err("op=commutative or op=noncommutative".to_string()),
+            }
+        }
+        "p" | "bytes" | "nodes" => {}
+        _ => return Err(EXPECTED.to_string()),
     }
+    // `rest` starts with '<', '>' or '='.
+    let (cmp, len) = match rest.as_bytes() {
+        [b'<', b'=', ..] => (Cmp::Le, 2),
+        [b'>', b'=', ..] => (Cmp::Ge, 2),
+        [b'<', ..] => (Cmp::Lt, 1),
+        [b'>', ..] => (Cmp::Gt, 1),
+        _ => (Cmp::Eq, 1),
+    };
+    let v = number(&rest[len..])
+        .ok_or_else(|| format!("a number (digits with an optional K, M or G) after {key}{}", &rest[..len]))?;
+    Ok(match key {
+        "p" => Cond::Procs(cmp, v),
+        "bytes" => Cond::Bytes(cmp, v),
+        _ => Cond::Nodes(cmp, v),
+    })
 }
 
 /// `mpi` or `algorithm[:k=v,...]` of `coll`.
@@ -370,5 +378,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every way a rule can be malformed, one case per error path of the
+    /// parser: the line, the column of the offending token (in characters),
+    /// what was expected and what was found.
+    #[test]
+    fn every_parse_error_names_line_column_expected_and_found() {
+        let cases: &[(&str, usize, usize, &str, &str)] = &[
+            // The collective.
+            ("allgather binomial", 1, 1, "a collective (allreduce, reduce, bcast, gatherv)", "allgather"),
+            ("  reduce", 1, 9, "conditions and an algorithm after the collective", ""),
+            // Conditions: no comparison, unknown key, the op condition.
+            ("reduce p binomial", 1, 8, "a condition: p, bytes or nodes", "p"),
+            ("reduce count<4 binomial", 1, 8, "a condition: p, bytes or nodes", "count<4"),
+            ("reduce op=sum binomial", 1, 8, "op=commutative or op=noncommutative", "op=sum"),
+            ("reduce op<commutative binomial", 1, 8, "op=commutative or op=noncommutative", "op<commutative"),
+            // Numbers: missing, bad unit, not digits, overflowing.
+            ("reduce p< binomial", 1, 8, "a number (digits with an optional K, M or G) after p<", "p<"),
+            (
+                "reduce bytes>=8X binomial",
+                1,
+                8,
+                "a number (digits with an optional K, M or G) after bytes>=",
+                "bytes>=8X",
+            ),
+            ("reduce nodes=K binomial", 1, 8, "a number (digits with an optional K, M or G) after nodes=", "nodes=K"),
+            ("reduce bytes<99999999999G binomial", 1, 8, "a number", "bytes<99999999999G"),
+            ("reduce p<=-1 binomial", 1, 8, "a number", "p<=-1"),
+            // The target: unknown algorithm, a condition instead of one,
+            // parameters of mpi, malformed, unknown or out-of-range parameters.
+            ("bcast p<4 bogus", 1, 11, "mpi or an algorithm: binomial", "bogus"),
+            ("allreduce p<4", 1, 11, "mpi or an algorithm: recursive_doubling", "p<4"),
+            ("bcast mpi:k=2", 1, 7, "mpi or an algorithm", "mpi:k=2"),
+            ("reduce knomial:k", 1, 8, "key=value parameters, not \"k\"", "knomial:k"),
+            ("reduce knomial:fanout=4", 1, 8, "a parameter of knomial (k)", "knomial:fanout=4"),
+            ("reduce binomial:k=4", 1, 8, "a parameter of binomial (it has none)", "binomial:k=4"),
+            ("reduce knomial:k=four", 1, 8, "a whole number for k", "knomial:k=four"),
+            ("reduce knomial:k=1", 1, 8, "k in 2..8", "knomial:k=1"),
+            // Lines: comments, blank lines and CRLF endings do not shift
+            // them; a ';' starts a new rule on the same line.
+            ("# tuned\r\n\r\nbcast binomial\r\nreduce p>2 op=commutative kary:k=9\r\n", 4, 27, "k in 2..8", "kary:k=9"),
+            // Two targets: the first is read as a condition.
+            ("reduce p>2 binomial kary", 1, 12, "a condition", "binomial"),
+            ("bcast binomial; gatherv p>=2 bytes<1K  linear; reduce bogus", 1, 55, "mpi or an algorithm", "bogus"),
+            // Columns count characters, not bytes (U+00A0 is whitespace).
+            ("bcast\u{a0}p>1\u{a0}bogus", 1, 11, "mpi or an algorithm", "bogus"),
+        ];
+        for &(text, line, column, expected, found) in cases {
+            let e = Rules::parse(text, "rules.txt").expect_err(text);
+            assert_eq!((e.line, e.column), (line, column), "{text:?}: {e}");
+            assert!(e.expected.starts_with(expected), "{text:?}: expected {expected:?}, got {e}");
+            assert_eq!(e.found, found, "{text:?}: {e}");
+            assert_eq!(e.source, "rules.txt");
+            let shown = e.to_string();
+            let head = format!("rules.txt line {line}, column {column}: expected {expected}");
+            assert!(shown.starts_with(&head), "{shown}");
+            assert!(shown.ends_with(&format!("found {found:?}")), "{shown}");
+        }
+    }
+
+    #[test]
+    fn well_formed_edge_cases_parse() {
+        let text = "# only a comment\n\n;;\r\nreduce knomial:\nreduce op=noncommutative p>=2 nodes<2 binomial # tail";
+        let rules = Rules::parse(text, "t").unwrap();
+        assert_eq!(rules.rules.len(), 2);
+        assert_eq!(rules.rules[1].line, 5);
+        assert_eq!(rules.rules[1].conds[0], Cond::Commutative(false));
+        assert!(Rules::parse("", "t").unwrap().rules.is_empty());
     }
 }

@@ -20,6 +20,9 @@ fn encode_reason(reason: Reason) -> [u64; 2] {
         Reason::Rule { source: RuleSource::BuiltIn, line } => [4, line as u64],
         Reason::Fallback => [5, 0],
         Reason::Unsupported(_) => [6, 0],
+        Reason::Rule { source: RuleSource::Reproducible, .. } | Reason::Replaced { .. } => {
+            unreachable!("PCOLL_REPRODUCIBLE concerns reductions, not Gatherv")
+        }
     }
 }
 

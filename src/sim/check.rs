@@ -22,6 +22,12 @@
 //!   (±1e300, 1, 1e-300, ...), where every association gives other bits:
 //!   Allreduce must still give bitwise identical results on every rank
 //!   (design rule 3). No reference value is checked for it.
+//! - [`Data::Order`] (neither commutative nor associative): an element is
+//!   a hash, and `a ∘ b` hashes the pair, so the result records the whole
+//!   combination tree: only the canonical order `x0 ∘ (x1 ∘ (... ∘
+//!   x(p-1)))` of canonical algorithms (PCOLL_REPRODUCIBLE) gives the
+//!   reference. Claiming it commutative lets any algorithm run it, and
+//!   fail.
 //!
 //! Buffers the schedule should not fill start with [`SENTINEL`] bytes, and
 //! scratch with the simulator's fill, so a read of anything never written
@@ -47,6 +53,7 @@ pub enum Data {
     Bitset,
     SumU64,
     SumF64,
+    Order,
 }
 
 impl Data {
@@ -58,9 +65,9 @@ impl Data {
         }
     }
 
-    /// Whether the operator is commutative (Interval is not).
+    /// Whether the operator is commutative (Interval and Order are not).
     pub fn commutative(self) -> bool {
-        self != Data::Interval
+        !matches!(self, Data::Interval | Data::Order)
     }
 }
 
@@ -315,7 +322,7 @@ fn element(case: &Case, r: usize, j: usize, out: &mut [u8]) {
             let bit = (r + j) % p;
             out[8 + bit / 8] |= 1 << (bit % 8);
         }
-        Data::SumU64 => out.copy_from_slice(&mix(r, j).to_le_bytes()),
+        Data::SumU64 | Data::Order => out.copy_from_slice(&mix(r, j).to_le_bytes()),
         Data::SumF64 => {
             // Huge values that cancel exactly, next to small ones that
             // survive only in some associations.
@@ -355,6 +362,10 @@ fn reduction_reference(case: &Case) -> Option<Vec<u8>> {
             }
             Data::SumU64 => {
                 let s = (0..p).fold(0u64, |s, r| s.wrapping_add(mix(r, j)));
+                e.copy_from_slice(&s.to_le_bytes());
+            }
+            Data::Order => {
+                let s = (0..p - 1).rev().fold(mix(p - 1, j), |acc, r| combine_order(mix(r, j), acc));
                 e.copy_from_slice(&s.to_le_bytes());
             }
             Data::SumF64 => return None,
@@ -508,6 +519,12 @@ impl TestOp {
 
 const POISON32: u32 = u32::MAX;
 
+/// `a ∘ b` of [`Data::Order`]: a hash of the ordered pair (also the node
+/// layer's test of its order, so both check the same canonical order).
+pub fn combine_order(a: u64, b: u64) -> u64 {
+    Rng(a.rotate_left(17) ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15)).next_u64()
+}
+
 /// A little-endian u64 from 8 bytes.
 fn word(b: &[u8]) -> u64 {
     u64::from_le_bytes(b.try_into().unwrap())
@@ -553,6 +570,7 @@ impl Combiner for TestOp {
                 Data::SumU64 => {
                     d.copy_from_slice(&word(s).wrapping_add(word(d)).to_le_bytes());
                 }
+                Data::Order => d.copy_from_slice(&combine_order(word(s), word(d)).to_le_bytes()),
                 Data::SumF64 => {
                     let a = f64::from_le_bytes(s.try_into().unwrap());
                     let b = f64::from_le_bytes((&*d).try_into().unwrap());

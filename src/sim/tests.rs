@@ -723,3 +723,47 @@ fn rng_is_deterministic() {
     let (mut a, mut b) = (Rng(42), Rng(42));
     assert_eq!((0..5).map(|_| a.next_u64()).collect::<Vec<_>>(), (0..5).map(|_| b.next_u64()).collect::<Vec<_>>());
 }
+
+/// PCOLL_REPRODUCIBLE's promise: an algorithm marked canonical combines
+/// every element as `x0 ∘ (x1 ∘ (... ∘ x(p-1)))` for every p, root,
+/// length and MPI_IN_PLACE, so its result does not depend on them; and the
+/// test tells canonical from not: every other reduction schedule misses
+/// the order at some small p (even where it may assume commutativity).
+#[test]
+fn canonical_algorithms_combine_in_the_canonical_order() {
+    let mut failures = Vec::new();
+    for coll in [Coll::Allreduce, Coll::Reduce] {
+        for alg in for_coll(coll).filter(|a| a.schedule().is_some()) {
+            let sizes: Vec<usize> =
+                if alg.canonical { (1..=24).chain([31, 32, 33, 64, 100, 257]).collect() } else { (3..=9).collect() };
+            let mut missed = false;
+            for p in sizes {
+                let few_roots: Vec<usize> = roots(coll, p).into_iter().take(5).collect();
+                for root in few_roots {
+                    for count in counts(coll, p) {
+                        for (in_place, commutative) in [(false, false), (true, false), (false, true), (true, true)] {
+                            let mut case = Case::new(coll, p, count);
+                            (case.root, case.in_place, case.commutative, case.data) =
+                                (root, in_place, commutative, Data::Order);
+                            case.opts = rendezvous();
+                            match check::check(alg, &alg.default_params(), &case) {
+                                Ok(_) => {}
+                                Err(e) if alg.canonical => failures.push(format!("{alg:?} {}: {e}", describe(&case))),
+                                Err(_) => missed = true,
+                            }
+                        }
+                    }
+                }
+            }
+            if !alg.canonical && !missed {
+                failures.push(format!("{alg:?} is not marked canonical but combines in the canonical order"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n{}",
+        failures.len(),
+        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
+}

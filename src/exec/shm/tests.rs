@@ -187,6 +187,55 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
     }
 }
 
+/// The canonical order (PCOLL_REPRODUCIBLE): `a ∘ b` hashes the ordered
+/// pair, so only `x0 ∘ (x1 ∘ (... ∘ x(p-1)))` gives the reference, the
+/// same the simulator holds the `ordered` algorithm to ([`combine_order`]).
+#[test]
+fn node_reductions_combine_in_the_canonical_order() {
+    use crate::sim::check::combine_order;
+    struct Order;
+    impl Combiner for Order {
+        fn combine(&self, src: &[u8], dst: &mut [u8]) {
+            for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
+                let v = combine_order(
+                    u64::from_le_bytes(s.try_into().unwrap()),
+                    u64::from_le_bytes((&*d).try_into().unwrap()),
+                );
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    let x = |r: usize, j: usize| Rng((r * 1000 + j) as u64).next_u64();
+    for p in [1, 2, 3, 4, 7] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut plan = Rng(p as u64);
+            for call in 0..60 {
+                let algo = [Algo::Flat, Algo::Partition, Algo::ZeroCopy][call % 3];
+                let count = [1, 5, 17, 40, 100][plan.below(5)];
+                let root = if plan.below(2) == 0 { None } else { Some(plan.below(p)) };
+                let is_out = root.is_none_or(|r| r == rank);
+                let input: Vec<u8> = (0..count).flat_map(|j| x(rank, j).to_le_bytes()).collect();
+                let mut recv = vec![0u8; if is_out { count * 8 } else { 0 }];
+                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+                let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
+                match algo {
+                    Algo::Flat => reduce::flat(team, &mut bufs, 8, root, &Order),
+                    Algo::Partition => reduce::partition(team, &mut bufs, 8, root, &Order),
+                    Algo::ZeroCopy => reduce::zero_copy(team, &mut bufs, 8, root, &Order),
+                }
+                for (j, e) in recv.chunks_exact(8).enumerate() {
+                    let want = (0..p - 1).rev().fold(x(p - 1, j), |acc, r| combine_order(x(r, j), acc));
+                    assert_eq!(
+                        u64::from_le_bytes(e.try_into().unwrap()),
+                        want,
+                        "p={p} rank={rank} {algo:?} element {j}"
+                    );
+                }
+            }
+        });
+    }
+}
+
 #[test]
 fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
     struct SumF64;
