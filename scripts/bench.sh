@@ -54,7 +54,10 @@ Options:
   --mpi LIST           mpich,openmpi (default both)
   --quick              smoke test: sizes up to 64 KiB, 0.05 s per point
   --colls LIST         forwarded to the benchmark (allreduce,reduce,bcast,gatherv)
+  --min-bytes N        forwarded (default 8)
   --max-bytes N        forwarded (default 16M)
+  --step 2|4           forwarded: factor between sizes (default 4)
+  --sizes LIST         forwarded: explicit comma list of sizes instead of min/max/step
   --time SEC           forwarded: target seconds per point (default 1.0)
   --iters N            forwarded: fixed iterations per point
   --no-setup           do not run scripts/setup.sh

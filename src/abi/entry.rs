@@ -62,9 +62,8 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        runtime::say(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"));
-        // SAFETY: the collective is in an unknown state on this rank; stop the job.
-        unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) }
+        // the collective is in an unknown state on this rank: stop the job
+        runtime::abort_job(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"))
     })
 }
 

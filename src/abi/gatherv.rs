@@ -202,12 +202,11 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     let (decision, layout) = if aggressive {
         let d = decide(known.as_ref().map(|k| largest(&k.layout)));
         if known.is_none() && (everywhere(&d) || matches!(d, Decision::NeedsLayout)) {
-            runtime::say(&format!(
+            // this rank cannot take part in the agreed algorithm
+            runtime::abort_job(&format!(
                 "pcoll: MPI_Gatherv with PCOLL_GATHERV_MODE=aggressive: rank {rank} passes no valid recvcounts, \
                  displs and recvtype, which that mode requires of every rank; aborting\n"
             ));
-            // SAFETY: this rank cannot take part in the agreed algorithm; stop the job.
-            unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
         }
         (d, layout_or_none(&known))
     } else {
@@ -230,13 +229,12 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         }
     };
     if !is_root && layout.blocks.len() == size && layout.blocks[rank].1 != my_bytes {
-        runtime::say(&format!(
+        // the ranks disagree on the message sizes
+        runtime::abort_job(&format!(
             "pcoll: MPI_Gatherv: rank {rank} sends {my_bytes} bytes but the root's recvcounts expect {}: erroneous \
              program; aborting\n",
             layout.blocks[rank].1
         ));
-        // SAFETY: the ranks disagree on the message sizes; stop the job.
-        unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
     }
     let call = match plan(desc, decision) {
         Ok(call) => call,

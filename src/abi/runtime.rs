@@ -79,8 +79,9 @@ fn world_rank() -> c_int {
     rank
 }
 
-/// The runtime, initialised at the first collective. An invalid
-/// configuration stops the job here, naming the variable and the value.
+/// The runtime, initialised at MPI_Init (or at the first collective of a
+/// program whose MPI_Init pcoll did not see). An invalid configuration
+/// stops the job here, naming the variable and the value.
 pub(super) fn get() -> &'static Runtime {
     let runtime = RUNTIME.get_or_init(|| {
         Config::from_env().map(|cfg| {
@@ -93,10 +94,8 @@ pub(super) fn get() -> &'static Runtime {
     match runtime {
         Ok(runtime) => runtime,
         Err(err) => {
-            say(&format!("pcoll: {err}\n"));
-            // SAFETY: aborting the job is the documented response to a bad configuration.
-            unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
-            unreachable!("MPI_Abort returned");
+            // the documented response to a bad configuration
+            abort_job(&format!("pcoll: {err}\n"))
         }
     }
 }
@@ -105,6 +104,17 @@ pub(super) fn get() -> &'static Runtime {
 /// short and other ranks' lines do not interleave with it.
 pub(super) fn say(text: &str) {
     let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// Says `text` and aborts the job. The pause lets the launcher forward the
+/// message first: Hydra tears the job down on the first MPI_Abort and drops
+/// what is still in the other ranks' (or this rank's) output pipes.
+pub(super) fn abort_job(text: &str) -> ! {
+    say(text);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: PMPI_Abort may be called at any time after MPI_Init; it does not return.
+    unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
+    unreachable!("MPI_Abort returned")
 }
 
 fn init_logging(cfg: &Config) {
@@ -196,13 +206,13 @@ fn print_summary(local: &Stats, file: Option<&Path>) {
 fn print_verify_totals() {
     let mine = super::verify::totals();
     let (totals, scope) = if HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        let mut sum = [0u64; 2];
-        // SAFETY: two u64 from every rank (each installed the hook at MPI_Init) to world rank 0.
+        let mut sum = [0u64; 3];
+        // SAFETY: three u64 from every rank (each installed the hook at MPI_Init) to world rank 0.
         unsafe {
             PMPI_Reduce(
                 mine.as_ptr().cast(),
                 sum.as_mut_ptr().cast(),
-                2,
+                3,
                 RSMPI_UINT64_T,
                 RSMPI_SUM,
                 0,
@@ -217,8 +227,9 @@ fn print_verify_totals() {
         (mine, format!("rank {} only", world_rank()))
     };
     say(&format!(
-        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope})\n",
-        totals[0], totals[1]
+        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope}); {} not comparable \
+         (user-defined operators on floating point, padded types, failed host calls)\n",
+        totals[0], totals[1], totals[2]
     ));
 }
 

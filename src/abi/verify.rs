@@ -27,13 +27,21 @@ use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Calls compared, and of them those that differed, on this rank.
+/// Calls compared, and of them those that differed, on this rank; calls
+/// that could not be compared (user-defined operators on floating point,
+/// padded types, a failed or too large host call).
 static CHECKED: AtomicU64 = AtomicU64::new(0);
 static DIFFERED: AtomicU64 = AtomicU64::new(0);
+static UNCOMPARED: AtomicU64 = AtomicU64::new(0);
 
-/// (calls compared, calls that differed) on this rank so far.
-pub(super) fn totals() -> [u64; 2] {
-    [CHECKED.load(Ordering::Relaxed), DIFFERED.load(Ordering::Relaxed)]
+/// (calls compared, calls that differed, calls not compared) on this rank so far.
+pub(super) fn totals() -> [u64; 3] {
+    [CHECKED.load(Ordering::Relaxed), DIFFERED.load(Ordering::Relaxed), UNCOMPARED.load(Ordering::Relaxed)]
+}
+
+/// Counts a call that is not compared.
+fn not_compared() {
+    UNCOMPARED.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Largest element or byte count one host call takes (an int).
@@ -41,6 +49,7 @@ const MAX_COUNT: usize = c_int::MAX as usize;
 
 /// A host collective that failed: say so (the comparison is skipped).
 fn host_failed(coll: Coll, rc: c_int) {
+    not_compared();
     log::warn!("PCOLL_VERIFY: the host MPI's {coll} failed (error {rc}); this call is not compared");
 }
 
@@ -138,9 +147,8 @@ fn conclude(rt: &Runtime, call: &Planned, what: impl FnOnce() -> String, mismatc
         ));
     }
     if rt.cfg.verify == Some(VerifyMode::Abort) {
-        runtime::say("pcoll: PCOLL_VERIFY=abort: aborting the job\n");
-        // SAFETY: the documented response to a mismatch in this mode.
-        unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
+        // the documented response to a mismatch in this mode
+        runtime::abort_job("pcoll: PCOLL_VERIFY=abort: aborting the job\n");
     }
 }
 
@@ -195,6 +203,10 @@ pub(super) fn reduction(
     let d = &call.desc;
     let ty = handles::layout(datatype);
     let compare = comparison(datatype, op, &ty);
+    if matches!(compare, Compare::Skip) {
+        not_compared();
+        return rc;
+    }
     let mut host = vec![0u8; recv.len()];
     let mut magnitude = compare.needs_magnitude().then(|| vec![0u8; recv.len()]);
     let mut outcome = host_reduce(call, &input, &mut host, datatype, op, comm);
@@ -311,6 +323,9 @@ fn host_gatherv(call: &Planned, send: &[u8], root: Option<&GatherRoot<'_>>, comm
     // SAFETY: one int from the root to every rank, on the private communicator.
     let said = check(unsafe { PMPI_Bcast((&mut ok as *mut c_int).cast(), 1, RSMPI_INT32_T, d.root as c_int, comm) });
     if said.is_err() || ok == 0 || !fits(send.len()) {
+        if root.is_some() {
+            not_compared(); // counted where the comparison would be, like compared calls
+        }
         log::warn!("PCOLL_VERIFY: a Gatherv beyond int counts or displacements is not compared");
         return None;
     }

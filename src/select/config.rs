@@ -4,7 +4,7 @@
 //! does not know (most likely a typo), is an error that names the variable,
 //! the value and what is accepted. Nothing is silently ignored.
 
-use super::rules::{parse_target, Rules, Target};
+use super::rules::{self, parse_target, Rules, Target};
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
 use std::fmt;
@@ -357,15 +357,7 @@ impl Config {
 
 /// A whole number (with an optional K, M or G) within `min..=max`.
 fn parse_size(value: &str, min: usize, max: usize) -> Option<usize> {
-    let t = value.trim();
-    let (digits, shift) = match t.as_bytes().last()? {
-        b'K' | b'k' => (&t[..t.len() - 1], 10),
-        b'M' | b'm' => (&t[..t.len() - 1], 20),
-        b'G' | b'g' => (&t[..t.len() - 1], 30),
-        _ => (t, 0),
-    };
-    let n = digits.parse::<usize>().ok()?.checked_mul(1 << shift)?;
-    (min..=max).contains(&n).then_some(n)
+    rules::number(value.trim()).filter(|n| (min..=max).contains(n))
 }
 
 fn parse_bool(value: &str) -> Option<bool> {
@@ -439,6 +431,17 @@ mod tests {
         assert!(matches!(cfg.choices[Coll::Bcast.index()], Choice::Mpi));
         assert!(!cfg.enable);
         assert_eq!(cfg.log, LogLevel::Debug);
+    }
+
+    #[test]
+    fn parameters_take_size_suffixes() {
+        let cfg = parse(&[("PCOLL_ALLREDUCE", "salar:chunk=64K")]).unwrap();
+        match &cfg.choices[Coll::Allreduce.index()] {
+            Choice::Force(a, p) => assert_eq!((a.name, p.0[0]), ("salar", 64 << 10)),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&[("PCOLL_ALLREDUCE", "salar:chunk=1G")]).is_err(), "beyond the range");
+        assert!(parse(&[("PCOLL_ALLREDUCE", "salar:chunk=+5")]).is_err(), "digits only");
     }
 
     #[test]

@@ -154,8 +154,9 @@ pub struct Rules {
     pub rules: Vec<Rule>,
 }
 
-/// Parses `64`, `8K`, `16M`, `1G`.
-fn number(text: &str) -> Option<usize> {
+/// Parses `64`, `8K`, `16M`, `1G` (sizes and counts in rules, parameters
+/// and PCOLL_SHM_* settings alike).
+pub(crate) fn number(text: &str) -> Option<usize> {
     let (digits, shift) = match text.as_bytes().last()? {
         b'K' | b'k' => (&text[..text.len() - 1], 10),
         b'M' | b'm' => (&text[..text.len() - 1], 20),
@@ -303,7 +304,7 @@ pub fn parse_target(coll: Coll, text: &str) -> Result<Target, String> {
             )
         })?;
         let spec = &algo.params[idx];
-        let v: u64 = val.parse().map_err(|_| format!("a whole number for {key}"))?;
+        let v = number(val).ok_or_else(|| format!("a whole number (K, M, G allowed) for {key}"))? as u64;
         if v < spec.min || v > spec.max {
             return Err(format!("{key} in {}..{}", spec.min, spec.max));
         }
@@ -414,7 +415,7 @@ mod tests {
             ("reduce knomial:k", 1, 8, "key=value parameters, not \"k\"", "knomial:k"),
             ("reduce knomial:fanout=4", 1, 8, "a parameter of knomial (k)", "knomial:fanout=4"),
             ("reduce binomial:k=4", 1, 8, "a parameter of binomial (it has none)", "binomial:k=4"),
-            ("reduce knomial:k=four", 1, 8, "a whole number for k", "knomial:k=four"),
+            ("reduce knomial:k=four", 1, 8, "a whole number (K, M, G allowed) for k", "knomial:k=four"),
             ("reduce knomial:k=1", 1, 8, "k in 2..8", "knomial:k=1"),
             // Lines: comments, blank lines and CRLF endings do not shift
             // them; a ';' starts a new rule on the same line.
