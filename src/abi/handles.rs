@@ -7,7 +7,7 @@ use crate::exec::kernels::{self, Kernel};
 use crate::exec::Combiner;
 use mpi_sys::*;
 use std::cell::RefCell;
-use std::os::raw::c_int;
+use std::os::raw::{c_int, c_void};
 
 /// Memory layout of `count` elements of a datatype.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -19,6 +19,28 @@ pub(super) struct TypeLayout {
     /// Whether the bytes of consecutive elements are one contiguous run
     /// starting at the buffer address, so the buffer can be used as bytes.
     pub dense: bool,
+}
+
+/// The pointers to pass PMPI for a send and a receive buffer. An empty
+/// slice's is 0x1, which is Open MPI's MPI_IN_PLACE (its Gatherv refuses
+/// that as a non-root's send buffer), so an empty buffer points at a real
+/// byte instead, never accessed (its count is 0).
+static SPARE: u8 = 0;
+
+pub(super) fn send_ptr(buf: &[u8]) -> *const c_void {
+    if buf.is_empty() {
+        &SPARE as *const u8 as *const c_void
+    } else {
+        buf.as_ptr().cast()
+    }
+}
+
+pub(super) fn recv_ptr(buf: &mut [u8]) -> *mut c_void {
+    if buf.is_empty() {
+        &SPARE as *const u8 as *mut c_void
+    } else {
+        buf.as_mut_ptr().cast()
+    }
 }
 
 /// Whether collectives may use the datatype: not MPI_DATATYPE_NULL, and

@@ -259,10 +259,10 @@ fn gather_text(text: &str) -> Option<Vec<String>> {
     // `displs` in `all`, sized for the sum of the lengths.
     unsafe {
         PMPI_Gatherv(
-            text.as_ptr().cast(),
+            super::handles::send_ptr(text.as_bytes()),
             len,
             super::shim::pcoll_dtype_byte(),
-            all.as_mut_ptr().cast(),
+            super::handles::recv_ptr(&mut all),
             lens.as_ptr(),
             displs.as_ptr(),
             super::shim::pcoll_dtype_byte(),

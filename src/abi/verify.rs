@@ -340,10 +340,10 @@ fn host_gatherv(call: &Planned, send: &[u8], root: Option<&GatherRoot<'_>>, comm
     // blocks at their offsets in `host`, as long as its receive area.
     let rc = check(unsafe {
         PMPI_Gatherv(
-            send.as_ptr().cast(),
+            handles::send_ptr(send),
             send.len() as c_int,
             byte(),
-            host.as_mut_ptr().cast(),
+            handles::recv_ptr(&mut host),
             counts.as_ptr(),
             displs.as_ptr(),
             byte(),
