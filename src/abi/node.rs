@@ -162,6 +162,12 @@ impl Node {
         check(unsafe {
             PMPI_Comm_split_type(private, RSMPI_COMM_TYPE_SHARED, rank as c_int, RSMPI_INFO_NULL, &mut node_comm)
         })?;
+        let (_, on_this_host) = rank_size(node_comm);
+        // SAFETY: sysconf has no preconditions.
+        let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        if cores > 0 && on_this_host > cores as usize {
+            crate::exec::wait::set_oversubscribed();
+        }
         if let Some(per_node) = cfg.ranks_per_node {
             let mut world_rank = 0;
             let shared = node_comm;

@@ -1,9 +1,22 @@
 //! Waiting that behaves when ranks outnumber cores (design rule 6): spin
 //! briefly (the common case on a quiet node is a wait of a microsecond or
 //! two), then yield the core, then sleep with growing naps. A rank that
-//! spins for ever on a shared core delays the very peer it waits for.
+//! spins for ever on a shared core delays the very peer it waits for; on a
+//! node running more ranks than it has cores ([`set_oversubscribed`]) a
+//! wait yields at once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// This node runs more ranks than it has cores: the rank waited for is
+/// likely waiting for this core, so spinning only delays it.
+static OVERSUBSCRIBED: AtomicBool = AtomicBool::new(false);
+
+/// Says that this node runs more ranks than it has cores (never undone:
+/// the job's processes stay).
+pub fn set_oversubscribed() {
+    OVERSUBSCRIBED.store(true, Ordering::Relaxed);
+}
 
 /// Pauses that only spin, before the clock is first read (a clock read
 /// costs as much as a poll).
@@ -37,13 +50,14 @@ impl Backoff {
 
     /// Pauses before the next poll, more politely the longer the wait.
     pub fn pause(&mut self) {
-        if self.polls < SPIN_POLLS {
+        let oversubscribed = OVERSUBSCRIBED.load(Ordering::Relaxed);
+        if self.polls < SPIN_POLLS && !oversubscribed {
             self.polls += 1;
             std::hint::spin_loop();
             return;
         }
         let waited = self.start.get_or_insert_with(Instant::now).elapsed();
-        if waited < SPIN {
+        if waited < SPIN && !oversubscribed {
             std::hint::spin_loop();
         } else if waited < YIELD {
             std::thread::yield_now();
