@@ -53,7 +53,7 @@ impl Transport for PmpiTransport<'_> {
         })?;
         // Poll rather than block in PMPI_Waitall: some hosts (MPICH's ch4)
         // busy-poll there, starving the peers of an oversubscribed node.
-        let mut backoff = Backoff::new();
+        let mut backoff = Backoff::polling();
         loop {
             let mut done: c_int = 0;
             let n = self.requests.len() as c_int;

@@ -35,6 +35,8 @@ pub struct Backoff {
     polls: u32,
     start: Option<Instant>,
     nap: Duration,
+    /// Spin first even on an oversubscribed node.
+    always_spin: bool,
 }
 
 impl Default for Backoff {
@@ -44,13 +46,22 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// A wait for another process's write to shared memory.
     pub fn new() -> Backoff {
-        Backoff { polls: 0, start: None, nap: NAP_FIRST }
+        Backoff { polls: 0, start: None, nap: NAP_FIRST, always_spin: false }
+    }
+
+    /// A wait whose polls drive the host MPI's progress (point-to-point
+    /// tests): it spins first even on an oversubscribed node, where
+    /// yielding at once measured three times slower (Open MPI, 4 ranks on
+    /// 2 cores, 8-byte tree Allreduce).
+    pub fn polling() -> Backoff {
+        Backoff { always_spin: true, ..Backoff::new() }
     }
 
     /// Pauses before the next poll, more politely the longer the wait.
     pub fn pause(&mut self) {
-        let oversubscribed = OVERSUBSCRIBED.load(Ordering::Relaxed);
+        let oversubscribed = !self.always_spin && OVERSUBSCRIBED.load(Ordering::Relaxed);
         if self.polls < SPIN_POLLS && !oversubscribed {
             self.polls += 1;
             std::hint::spin_loop();
