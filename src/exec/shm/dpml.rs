@@ -36,7 +36,7 @@
 //! per unit of time (the seed's reason for several leaders).
 
 use super::hier::{between_nodes_call, Part};
-use super::reduce::{fold, own_part, slice, vector_len, zero_copy_scratch, SUB_CHUNK};
+use super::reduce::{fold, own_part, publish_vectors, slice, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK};
 use super::team::Team;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
@@ -52,10 +52,6 @@ pub const LINK_STREAMS: usize = 4;
 pub fn leaders(asked: Option<usize>, smallest_node: usize) -> usize {
     asked.unwrap_or(LINK_STREAMS).clamp(1, smallest_node.max(1))
 }
-
-/// Published words of the zero-copy path.
-const INPUT: usize = 0;
-const OUTPUT: usize = 1;
 
 /// DPML Allreduce with `l` leaders per node (see [`leaders`]).
 pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, l: usize, c: &dyn Combiner) {
@@ -90,12 +86,7 @@ fn zero_copy(
     let peers = team.peers.expect("zero copy needs peer memory access");
     let n = vector_len(bufs);
     let (me, q) = (team.rank, team.size);
-    let s = team.next_step();
-    team.writable(s);
-    team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
-    team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
-    team.publish(s);
-    team.wait_all_ready(s);
+    let s = publish_vectors(team, bufs);
     if me < l {
         let (lo, hi) = slice(me, l, n / unit);
         let (lo, hi) = (lo * unit, hi * unit);

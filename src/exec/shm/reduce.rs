@@ -136,8 +136,21 @@ pub fn partition<C: Combiner + ?Sized>(
 }
 
 /// Published words of the zero-copy reduction.
-const INPUT: usize = 0;
-const OUTPUT: usize = 1;
+pub(super) const INPUT: usize = 0;
+pub(super) const OUTPUT: usize = 1;
+
+/// Zero copy's first step: publish where this rank's input and output
+/// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
+/// has. Returns the step, which stays open while peers read those words.
+pub(super) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u64 {
+    let s = team.next_step();
+    team.writable(s);
+    team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
+    team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
+    team.publish(s);
+    team.wait_all_ready(s);
+    s
+}
 
 /// Partitioned reduction over zero copy: the team must have
 /// [`Team::peers`]; `bufs.scratch` holds [`zero_copy_scratch`] bytes.
@@ -151,13 +164,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     let peers = team.peers.expect("zero copy needs peer memory access");
     let n = vector_len(bufs);
     let (me, p) = (team.rank, team.size);
-    // Step 1: publish where the vectors are.
-    let s = team.next_step();
-    team.writable(s);
-    team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
-    team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
-    team.publish(s);
-    team.wait_all_ready(s);
+    let s = publish_vectors(team, bufs);
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
     // write the result where it belongs. Scratch: this rank's own part (a
     // copy with MPI_IN_PLACE, where it is also the output), a result
