@@ -253,6 +253,17 @@ impl Pipeline {
         (off, self.chunk.min(self.n - off))
     }
 
+    /// Step A of chunk `i`: this rank copies its part of the input into
+    /// its area and publishes it. Returns the step.
+    fn copy_in(&self, team: &mut Team<'_>, input: &[u8], i: usize) -> u64 {
+        let (off, len) = self.chunk(i);
+        let a = team.next_step();
+        team.writable(a);
+        team.my_area_bytes(a, len).copy_from_slice(&input[off..off + len]);
+        team.publish(a);
+        a
+    }
+
     /// Bytes `lo..hi` of part `j` of `parts` of a chunk of `len` bytes.
     fn part(&self, j: usize, parts: usize, len: usize) -> (usize, usize) {
         let (lo, hi) = slice(j, parts, len / self.unit);
@@ -277,11 +288,7 @@ impl Pipeline {
         let mut next = next;
         for i in 0..=chunks {
             if i < chunks {
-                let (off, len) = self.chunk(i);
-                let a = team.next_step();
-                team.writable(a);
-                team.my_area_bytes(a, len).copy_from_slice(&send.unwrap_or(&*recv)[off..off + len]);
-                team.publish(a);
+                let a = self.copy_in(team, send.unwrap_or(&*recv), i);
                 team.finish(a);
             }
             if i >= 1 {
@@ -381,11 +388,8 @@ impl Pipeline {
         let mut next = 0;
         for i in 0..=chunks {
             if i < chunks {
-                let (off, len) = self.chunk(i);
-                let a = team.next_step();
-                team.writable(a);
-                team.my_area_bytes(a, len).copy_from_slice(&send.unwrap_or(&*recv)[off..off + len]);
-                team.publish(a);
+                let a = self.copy_in(team, send.unwrap_or(&*recv), i);
+                let len = self.chunk(i).1;
                 team.wait_all_ready(a);
                 let b = team.next_step();
                 team.writable(b);
