@@ -1,53 +1,58 @@
 //! Gatherv within a node. Only the root knows the layout; the others learn
 //! what they need through the segment, so no broadcast is spent.
 //!
-//! Step 1: every other rank copies the first chunk of its block into its
-//! area and publishes; the root publishes its decision (the mode, the
-//! rounds, its receive buffer and, for zero copy, the layout). Then:
-//! - **copy-in**: the root copies every rank's chunk into place, and for
-//!   blocks longer than a chunk further rounds follow;
-//! - **zero copy** (large blocks): every other rank writes its whole block
-//!   straight into place while the root copies its own: all blocks move at
-//!   once, each by its owner (pulling would make the root the hot spot).
+//! - **direct** (zero copy available; modes auto and zero copy): each
+//!   rank decides for its own block from its length alone, so nobody
+//!   waits for the root's decision. A block that fits a chunk area (auto:
+//!   at most [`COPY_IN_UP_TO`] bytes) is copied into the owner's area and
+//!   published, and the owner returns at once; the root copies it into
+//!   place. A larger block (zero copy: every block) goes straight into the
+//!   root's receive buffer, written by its owner once the root has
+//!   published the buffer's address and the layout; all such blocks move
+//!   at once, each by its owner (pulling would make the root the hot
+//!   spot). The root knows every block's length, hence every owner's
+//!   choice, and waits for each accordingly. Two steps per call.
+//! - **rounds** (copy-in forced, or no zero copy): every other rank copies
+//!   the first chunk of its block into its area and publishes; the root
+//!   publishes the number of rounds (its largest block in chunks), copies
+//!   every rank's chunk into place, and further rounds follow for blocks
+//!   longer than a chunk. The others wait for the root's word, so that
+//!   every rank takes the same number of steps.
 //!
-//! With the mode left to the root, it takes zero copy when the system
-//! allows it and the other ranks' blocks total at least
-//! [`ZERO_COPY_FROM`] bytes: below that the root's copies cost less than
-//! the system calls (measured, 2 ranks: copy-in faster up to 128 KiB).
+//! Trace, direct, p = 3, rank 1 small, rank 2 large: the root publishes
+//! its buffer and the layout and copies its own block; rank 1 copies its
+//! block into its area, publishes and returns; rank 2 waits for the root's
+//! step, writes its block into the root's buffer and publishes; the root
+//! copies rank 1's block from its area and waits for rank 2.
 //!
-//! Trace, zero copy, p = 3: ranks 1 and 2 put their first chunk in their
-//! area and publish; the root publishes (zero copy, address, layout);
-//! ranks 1 and 2 write their blocks into the root's buffer and publish;
-//! the root copies its own block and waits for both.
-//!
-//! Limitations: one node; zero copy needs the layout to fit a chunk area
-//! (16 bytes per rank). Memory: the segment. Cost: copy-in moves
+//! Limitations: one node; the direct way needs the layout to fit a chunk
+//! area (16 bytes per rank). Memory: the segment. Cost: copy-in moves
 //! `2 Σ n_i` bytes, the root's `Σ n_i` in sequence; zero copy moves
-//! `max n_i` on every rank in parallel (plus a chunk each, copied in case).
+//! `max n_i` on every rank in parallel.
 //! Seed: 001's Gatherv within a node, where a single copy does what its
 //! message chains do over a network.
 
-use super::team::Team;
+use super::team::{PeerMemory, Team};
 use crate::core::call::GatherLayout;
 
-/// From this many bytes of other ranks' blocks on, zero copy when the
-/// mode is the root's.
-pub const ZERO_COPY_FROM: usize = 256 << 10;
+/// The largest block that goes through its owner's area in the auto
+/// mode (and never more than a chunk area holds); larger ones are written
+/// straight into the root's buffer (measured, 2 ranks: copy-in faster up
+/// to 128 KiB in total, and a block larger than a chunk would need rounds).
+pub const COPY_IN_UP_TO: usize = 64 << 10;
 
 /// How blocks travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     CopyIn,
     ZeroCopy,
-    /// The root decides per call (see the module documentation).
+    /// Each block by its length (see the module documentation).
     Auto,
 }
 
-/// Published words: the root's decision and receive buffer.
-const DECISION: usize = 0;
-const BUFFER: usize = 1;
-/// The decision word: rounds of the copy-in, or zero copy.
-const ZERO_COPY: u64 = u64::MAX;
+/// Published words of the root: its receive buffer; in rounds, their number.
+const BUFFER: usize = 0;
+const ROUNDS: usize = 1;
 
 /// This rank's part: its block (`send`, empty at an in-place root) and, at
 /// the root, the receive region the layout's offsets refer to.
@@ -62,24 +67,32 @@ pub struct Gather<'a> {
 }
 
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) {
+    match team.peers {
+        Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
+        _ => rounds(team, g),
+    }
+}
+
+/// Whether a block of `len` bytes goes straight into the root's buffer;
+/// every rank computes it alike.
+fn goes_direct(mode: Mode, len: usize, chunk: usize) -> bool {
+    match mode {
+        Mode::ZeroCopy => len > 0,
+        _ => len > COPY_IN_UP_TO.min(chunk),
+    }
+}
+
+/// The direct way (see the module documentation).
+fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode: Mode) {
     let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
-    let piece = |round: usize, len: usize| (round * chunk).min(len)..((round + 1) * chunk).min(len);
+    let direct = |len| goes_direct(mode, len, chunk);
     let s = team.next_step();
-    let decision = if me == g.root {
-        let largest = g.layout.blocks.iter().map(|b| b.1).max().unwrap_or(0);
-        let others: usize = g.layout.blocks.iter().map(|b| b.1).sum::<usize>() - g.layout.blocks[me].1;
-        let zero_copy = team.peers.is_some()
-            && 16 * p <= chunk
-            && match mode {
-                Mode::CopyIn => false,
-                Mode::ZeroCopy => true,
-                Mode::Auto => others >= ZERO_COPY_FROM,
-            };
+    let t = team.next_step();
+    if me == g.root {
         team.writable(s);
-        let decision = if zero_copy { ZERO_COPY } else { largest.div_ceil(chunk).max(1) as u64 };
-        team.set_word(s, DECISION, decision);
         team.set_word(s, BUFFER, g.recv.as_mut_ptr() as u64);
-        if zero_copy {
+        let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
+        if others().any(|(_, (_, len))| direct(len)) {
             let table = team.my_area_bytes(s, 16 * p);
             for (entry, &(off, len)) in table.chunks_exact_mut(16).zip(&g.layout.blocks) {
                 entry[..8].copy_from_slice(&(off as u64).to_ne_bytes());
@@ -91,35 +104,58 @@ pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) {
             let (off, len) = g.layout.blocks[me];
             g.recv[off..off + len].copy_from_slice(&g.send[..len]);
         }
-        decision
+        for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
+            if direct(len) {
+                team.wait_ready(r, t);
+            } else {
+                team.wait_ready(r, s);
+                g.recv[off..off + len].copy_from_slice(team.area_bytes(r, s, len));
+            }
+        }
+    } else if direct(g.send.len()) {
+        team.wait_ready(g.root, s);
+        let entry = &team.area_bytes(g.root, s, 16 * p)[16 * me..16 * me + 16];
+        let off = u64::from_ne_bytes(entry[..8].try_into().expect("8 bytes")) as usize;
+        let len = u64::from_ne_bytes(entry[8..].try_into().expect("8 bytes")) as usize;
+        assert_eq!(len, g.send.len(), "rank {me}'s block differs from the root's count for it");
+        peers.write(g.root, team.word(g.root, s, BUFFER) as usize + off, g.send);
+    } else {
+        team.writable(s);
+        team.my_area_bytes(s, g.send.len()).copy_from_slice(g.send);
+    }
+    // Done with both steps (the root has copied every area it waited for,
+    // the others read nothing more of the root's), then published: this
+    // rank's block is in its area or in place.
+    team.finish(t);
+    team.publish(t);
+}
+
+/// The rounds of copy-in (see the module documentation).
+fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
+    let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
+    let piece = |round: usize, len: usize| (round * chunk).min(len)..((round + 1) * chunk).min(len);
+    let s = team.next_step();
+    let rounds = if me == g.root {
+        let largest = g.layout.blocks.iter().map(|b| b.1).max().unwrap_or(0);
+        let rounds = largest.div_ceil(chunk).max(1);
+        team.writable(s);
+        team.set_word(s, ROUNDS, rounds as u64);
+        team.publish(s);
+        if !g.in_place {
+            let (off, len) = g.layout.blocks[me];
+            g.recv[off..off + len].copy_from_slice(&g.send[..len]);
+        }
+        rounds
     } else {
         team.writable(s);
         let first = piece(0, g.send.len());
         team.my_area_bytes(s, first.len()).copy_from_slice(&g.send[first]);
         team.publish(s);
         team.wait_ready(g.root, s);
-        team.word(g.root, s, DECISION)
+        team.word(g.root, s, ROUNDS) as usize
     };
-    if decision == ZERO_COPY {
-        if me != g.root {
-            let peers = team.peers.expect("the root chose zero copy where every rank has it");
-            let entry = &team.area_bytes(g.root, s, 16 * p)[16 * me..16 * me + 16];
-            let off = u64::from_ne_bytes(entry[..8].try_into().expect("8 bytes")) as usize;
-            let len = u64::from_ne_bytes(entry[8..].try_into().expect("8 bytes")) as usize;
-            assert_eq!(len, g.send.len(), "rank {me}'s block differs from the root's count for it");
-            peers.write(g.root, team.word(g.root, s, BUFFER) as usize + off, g.send);
-        }
-        let t = team.next_step();
-        team.finish(s);
-        team.publish(t);
-        if me == g.root {
-            team.wait_all_ready(t);
-        }
-        team.finish(t);
-        return;
-    }
-    // Copy-in: round 0 is step s; each further round one more step.
-    for round in 0..decision as usize {
+    // Round 0 is step s; each further round one more step.
+    for round in 0..rounds {
         let s = if round == 0 {
             s
         } else {

@@ -343,6 +343,15 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                     }
                     assert_eq!(recv, want, "p={p} call={call} {mode:?} root={root} in_place={in_place}");
                 }
+                // Ranks that left the Gatherv early (its root may still be
+                // copying from their areas) go on to another collective.
+                if plan.below(2) == 0 {
+                    let from = (root + 1) % p;
+                    let want: Vec<u8> = (0..300).map(|i| (i * 3 + call) as u8).collect();
+                    let mut data = if rank == from { want.clone() } else { vec![0; 300] };
+                    super::bcast::pipeline(team, &mut data, from);
+                    assert_eq!(data, want, "p={p} call={call}: the Bcast after the Gatherv");
+                }
             }
         });
     }
