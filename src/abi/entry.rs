@@ -239,7 +239,7 @@ fn run_on_node(
         seg: &mapping.seg,
         peers: node.cma.as_ref().map(|c| c as &dyn PeerMemory),
         state: &mut team_state,
-        queue: node.queue,
+        settings: node.settings,
     };
     let root = node.local_of[desc.root];
     let node_call = match desc.coll {

@@ -21,7 +21,7 @@ use super::comm;
 use super::transport::check;
 use crate::core::call::Topo;
 use crate::exec::shm::segment::{Geometry, Segment, PAGE};
-use crate::exec::shm::team::{PeerMemory, QueueSettings, TeamState};
+use crate::exec::shm::team::{PeerMemory, NodeSettings, TeamState};
 use crate::select::config::{ShmConfig, ShmTree};
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};
@@ -40,7 +40,7 @@ pub(super) struct Node {
     pub topo: Topo,
     pub mapping: Option<Mapping>,
     pub cma: Option<Cma>,
-    pub queue: QueueSettings,
+    pub settings: NodeSettings,
     /// The step protocol's state; one call at a time uses it.
     pub state: Mutex<TeamState>,
 }
@@ -263,7 +263,7 @@ impl Node {
             topo,
             mapping,
             cma,
-            queue: QueueSettings { fragment: cfg.fragment, tree },
+            settings: NodeSettings { fragment: cfg.fragment, tree, stream_from: cfg.stream_from },
             state: Mutex::default(),
         })
     }

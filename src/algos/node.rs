@@ -70,7 +70,7 @@ pub(super) fn bcast_pipeline(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Co
 
 pub(super) fn bcast_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
     let NodeCall::Bcast { data, root } = call else { mismatch() };
-    let q = team.queue;
+    let q = team.settings;
     bcast::queue(team, data, root, q.fragment, q.tree)
 }
 

@@ -107,6 +107,9 @@ pub struct ShmConfig {
     /// PCOLL_SHM_TREE, PCOLL_SHM_TREE_K: the queue's notification tree.
     pub tree: ShmTree,
     pub tree_k: usize,
+    /// PCOLL_SHM_STREAM: copies into the segment of at least this many
+    /// bytes bypass the writer's cache (0: never).
+    pub stream_from: usize,
 }
 
 impl Default for ShmConfig {
@@ -122,6 +125,7 @@ impl Default for ShmConfig {
             sets: 2,
             tree: ShmTree::Kary,
             tree_k: 4,
+            stream_from: crate::exec::shm::team::STREAM_FROM,
         }
     }
 }
@@ -233,6 +237,7 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_SETS",
     "PCOLL_SHM_TREE",
     "PCOLL_SHM_TREE_K",
+    "PCOLL_SHM_STREAM",
 ];
 
 impl Config {
@@ -305,6 +310,10 @@ impl Config {
                 }
                 "PCOLL_SHM_TREE_K" => {
                     cfg.shm.tree_k = parse_size(value, 2, 64).ok_or_else(|| err(None, "2..64".into()))?
+                }
+                "PCOLL_SHM_STREAM" => {
+                    cfg.shm.stream_from =
+                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
                 }
                 "PCOLL_GATHERV_MODE" => {
                     cfg.gatherv_mode = match value.trim() {
@@ -452,6 +461,10 @@ mod tests {
         assert_eq!(cfg.shm.chunk, 256 << 10);
         assert_eq!(cfg.shm.tree, ShmTree::Flat);
         assert_eq!(parse(&[]).unwrap().shm, ShmConfig::default());
+        assert_eq!(parse(&[("PCOLL_SHM_STREAM", "0")]).unwrap().shm.stream_from, 0);
+        assert_eq!(parse(&[("PCOLL_SHM_STREAM", "4K")]).unwrap().shm.stream_from, 4096);
+        let err = parse(&[("PCOLL_SHM_STREAM", "2G")]).unwrap_err().to_string();
+        assert!(err.contains("PCOLL_SHM_STREAM"), "{err}");
     }
 
     #[test]

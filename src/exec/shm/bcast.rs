@@ -78,7 +78,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         let s = team.next_step();
         if team.rank == root {
             team.writable(s);
-            team.my_area_bytes(s, len).copy_from_slice(&data[off..off + len]);
+            team.put(s, &data[off..off + len]);
             team.publish(s);
         } else {
             team.wait_ready(root, s);
@@ -121,6 +121,8 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
             team.seg.fragment_control(child, index).value.store(size, Release);
         }
     };
+    // Whole messages decide: fragments are smaller than the chunks.
+    let stream = team.streams(data.len());
     let mut sent = 0;
     while sent < data.len() {
         let set = (team.state.queue_op % sets as u64) as usize;
@@ -141,7 +143,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // SAFETY: the root's slot `index` holds slot_bytes >= len
                 // bytes, and no reader uses this set until notified below.
                 let slot = unsafe { std::slice::from_raw_parts_mut(team.seg.queue_slot(root, index), len) };
-                slot.copy_from_slice(&data[sent..sent + len]);
+                super::stream::copy_in(slot, &data[sent..sent + len], stream);
                 notify(index, len as u64);
                 sent += len;
                 index += 1;

@@ -143,7 +143,7 @@ fn copy_in(
         let s = team.next_step();
         team.writable(s);
         let input = bufs.send.unwrap_or(&*bufs.recv);
-        team.my_area_bytes(s, len).copy_from_slice(&input[off..off + len]);
+        team.put(s, &input[off..off + len]);
         team.publish(s);
         let t = team.next_step();
         if me < l {

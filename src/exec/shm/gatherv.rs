@@ -121,7 +121,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         peers.write(g.root, team.word(g.root, s, BUFFER) as usize + off, g.send);
     } else {
         team.writable(s);
-        team.my_area_bytes(s, g.send.len()).copy_from_slice(g.send);
+        team.put(s, g.send);
     }
     // Done with both steps (the root has copied every area it waited for,
     // the others read nothing more of the root's), then published: this
@@ -149,7 +149,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
     } else {
         team.writable(s);
         let first = piece(0, g.send.len());
-        team.my_area_bytes(s, first.len()).copy_from_slice(&g.send[first]);
+        team.put(s, &g.send[first]);
         team.publish(s);
         team.wait_ready(g.root, s);
         team.word(g.root, s, ROUNDS) as usize
@@ -163,7 +163,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
             if me != g.root {
                 team.writable(s);
                 let range = piece(round, g.send.len());
-                team.my_area_bytes(s, range.len()).copy_from_slice(&g.send[range]);
+                team.put(s, &g.send[range]);
             }
             team.publish(s);
             s

@@ -10,6 +10,7 @@ pub mod hier;
 pub mod reduce;
 pub mod salar;
 pub mod segment;
+pub mod stream;
 pub mod team;
 
 use crate::exec::{Buffers, Combiner};

@@ -81,7 +81,7 @@ pub fn flat<C: Combiner + ?Sized>(
         let s = team.next_step();
         team.writable(s);
         let input = bufs.send.unwrap_or(&*bufs.recv);
-        team.my_area_bytes(s, len).copy_from_slice(&input[off..off + len]);
+        team.put(s, &input[off..off + len]);
         team.publish(s);
         if root.is_none_or(|r| r == team.rank) {
             team.wait_all_ready(s);
@@ -111,7 +111,7 @@ pub fn partition<C: Combiner + ?Sized>(
         let s = team.next_step();
         team.writable(s);
         let input = bufs.send.unwrap_or(&*bufs.recv);
-        team.my_area_bytes(s, len).copy_from_slice(&input[off..off + len]);
+        team.put(s, &input[off..off + len]);
         team.publish(s);
         team.wait_all_ready(s);
         // Step 2: this rank's slice of the result into its other area.

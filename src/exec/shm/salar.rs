@@ -259,7 +259,7 @@ impl Pipeline {
         let (off, len) = self.chunk(i);
         let a = team.next_step();
         team.writable(a);
-        team.my_area_bytes(a, len).copy_from_slice(&input[off..off + len]);
+        team.put(a, &input[off..off + len]);
         team.publish(a);
         a
     }
@@ -332,7 +332,7 @@ impl Pipeline {
                 let cstep = team.next_step();
                 team.writable(cstep);
                 let result = &net.local()[w.output..w.output + len];
-                team.my_area_bytes(cstep, len).copy_from_slice(result);
+                team.put(cstep, result);
                 recv[off..off + len].copy_from_slice(result);
                 if i == chunks {
                     team.set_word(cstep, NEXT_CHUNK, next as u64);

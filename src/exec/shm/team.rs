@@ -47,19 +47,28 @@ pub struct TeamState {
     pub queue_op: u64,
 }
 
-/// Settings of the queue broadcast (seed 002): fragment bytes (0: the
-/// paper's model) and notification tree.
+/// Settings of the node layer: the queue broadcast's (seed 002) fragment
+/// bytes (0: the paper's model) and notification tree, and the size from
+/// which copies into the segment stream past the cache ([`super::stream`];
+/// 0: never).
 #[derive(Clone, Copy, Debug)]
-pub struct QueueSettings {
+pub struct NodeSettings {
     pub fragment: usize,
     pub tree: super::bcast::Tree,
+    pub stream_from: usize,
 }
 
-impl Default for QueueSettings {
+impl Default for NodeSettings {
+    /// Under test, copies from 100 bytes stream, so that the threaded
+    /// tests run both copies.
     fn default() -> Self {
-        QueueSettings { fragment: 0, tree: super::bcast::Tree::Kary(4) }
+        let stream_from = if cfg!(test) { 100 } else { STREAM_FROM };
+        NodeSettings { fragment: 0, tree: super::bcast::Tree::Kary(4), stream_from }
     }
 }
+
+/// Default of PCOLL_SHM_STREAM.
+pub const STREAM_FROM: usize = 16 << 10;
 
 /// One rank's view of its node for one call.
 pub struct Team<'a> {
@@ -70,7 +79,7 @@ pub struct Team<'a> {
     /// Zero-copy access to peers' buffers, where the system allows it.
     pub peers: Option<&'a dyn PeerMemory>,
     pub state: &'a mut TeamState,
-    pub queue: QueueSettings,
+    pub settings: NodeSettings,
 }
 
 impl Team<'_> {
@@ -106,6 +115,19 @@ impl Team<'_> {
         // SAFETY: within the segment; after `writable(s)` no one reads this
         // area until this rank publishes `s`, and only this rank writes it.
         unsafe { std::slice::from_raw_parts_mut(self.data(self.rank, s, len), len) }
+    }
+
+    /// Copies `src` into this rank's area of step `s` (after
+    /// [`Team::writable`]), to be published.
+    pub fn put(&self, s: u64, src: &[u8]) {
+        super::stream::copy_in(self.my_area_bytes(s, src.len()), src, self.streams(src.len()));
+    }
+
+    /// Copies into the segment for a transfer of `len` bytes bypass this
+    /// core's cache: from [`NodeSettings::stream_from`] bytes.
+    pub fn streams(&self, len: usize) -> bool {
+        let from = self.settings.stream_from;
+        from > 0 && len >= from
     }
 
     /// Waits until this rank may overwrite its chunk area for step `s`.

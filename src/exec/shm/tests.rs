@@ -64,7 +64,7 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
                         seg,
                         peers: Some(&Threads),
                         state: &mut state,
-                        queue: Default::default(),
+                        settings: Default::default(),
                     };
                     body(rank, &mut team);
                 });
@@ -567,7 +567,7 @@ mod multi {
                             seg: &heaps[node].seg,
                             peers: Some(&Threads),
                             state: &mut state,
-                            queue: Default::default(),
+                            settings: Default::default(),
                         };
                         let inter = Between { mail, me: rank, node, windows, window: None };
                         let mut node = Node { team, map, rank, inter, memo: Memo::default() };
