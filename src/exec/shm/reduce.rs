@@ -75,17 +75,30 @@ pub fn flat<C: Combiner + ?Sized>(
 ) {
     let n = vector_len(bufs);
     let chunk = chunk_len(team, unit);
+    let me = team.rank;
+    let folds = root.is_none_or(|r| r == me);
+    // A rank that folds reads its own part from its send buffer, where the
+    // copy-in just read it (not from its area, which a streaming copy-in
+    // left in memory); without one (MPI_IN_PLACE) the input is the output,
+    // so it folds a copy. A Reduce root's area is then read by no one.
+    let writes_area = !(root == Some(me) && bufs.send.is_some());
     let mut off = 0;
     while off < n {
         let len = chunk.min(n - off);
         let s = team.next_step();
-        team.writable(s);
-        let input = bufs.send.unwrap_or(&*bufs.recv);
-        team.put(s, &input[off..off + len]);
+        if writes_area {
+            team.writable(s);
+            let input = bufs.send.unwrap_or(&*bufs.recv);
+            team.put(s, &input[off..off + len]);
+        }
         team.publish(s);
-        if root.is_none_or(|r| r == team.rank) {
+        if folds {
             team.wait_all_ready(s);
-            fold(team.size, |r| team.area_bytes(r, s, len), &mut bufs.recv[off..off + len], combiner);
+            let part = |r: usize| match bufs.send {
+                Some(send) if r == me => &send[off..off + len],
+                _ => team.area_bytes(r, s, len),
+            };
+            fold(team.size, part, &mut bufs.recv[off..off + len], combiner);
         }
         team.finish(s);
         off += len;
