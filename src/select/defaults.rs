@@ -11,14 +11,13 @@ use super::rules::Rules;
 /// The rules, first match wins.
 pub const DEFAULT_RULES: &str = "\
 # One node with a shared segment: the node layer. Measured at 2 ranks
-# (scripts/bench.sh --algorithms): the flag-based paths win the small
-# sizes; from 64 KiB an Allreduce at 2 ranks runs faster as Rabenseifner
-# over the host's single-copy point-to-point than through the segment
-# (under Open MPI shm_flat is 1.6 times slower there, under MPICH close);
-# with more ranks the partitioned zero copy spreads the work.
-allreduce nodes=1 bytes<64K shm_flat
-allreduce nodes=1 p<3 rabenseifner
+# (pcoll_bench --candidates, both MPIs): with streaming copy-in
+# (PCOLL_SHM_STREAM) the flat paths win every size at 2 ranks, ahead of
+# Rabenseifner over the host's single-copy point-to-point (2 MiB: 520-590
+# against 560-700 us) and of zero copy; with more ranks the partitioned
+# zero copy spreads the work of large vectors.
 allreduce nodes=1 bytes<1M shm_flat
+allreduce nodes=1 p<3 shm_flat
 allreduce nodes=1 shm_zcopy
 allreduce nodes=1 shm_partition
 reduce nodes=1 bytes<64K shm_flat
