@@ -68,7 +68,7 @@ impl Default for NodeSettings {
 }
 
 /// Default of PCOLL_SHM_STREAM.
-pub const STREAM_FROM: usize = 16 << 10;
+pub const STREAM_FROM: usize = 4 << 10;
 
 /// One rank's view of its node for one call.
 pub struct Team<'a> {
