@@ -21,7 +21,7 @@ use super::comm;
 use super::transport::check;
 use crate::core::call::Topo;
 use crate::exec::shm::segment::{Geometry, Segment, PAGE};
-use crate::exec::shm::team::{PeerMemory, NodeSettings, TeamState};
+use crate::exec::shm::team::{NodeSettings, PeerMemory, TeamState};
 use crate::select::config::{ShmConfig, ShmTree};
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};
