@@ -20,7 +20,8 @@
 //!   every rank takes the same number of steps.
 //!
 //! Trace, direct, p = 3, rank 1 small, rank 2 large: the root publishes
-//! its buffer and the layout and copies its own block; rank 1 copies its
+//! its buffer and the layout (only when some block goes direct) and
+//! copies its own block; rank 1 copies its
 //! block into its area, publishes and returns; rank 2 waits for the root's
 //! step, writes its block into the root's buffer and publishes; the root
 //! copies rank 1's block from its area and waits for rank 2.
@@ -89,17 +90,20 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let s = team.next_step();
     let t = team.next_step();
     if me == g.root {
-        team.writable(s);
-        team.set_word(s, BUFFER, g.recv.as_mut_ptr() as u64);
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
+        // Only ranks with direct blocks wait for step s: without any, the
+        // root leaves its flags alone (a reader of them would cost each
+        // small block a cache-line transfer).
         if others().any(|(_, (_, len))| direct(len)) {
+            team.writable(s);
+            team.set_word(s, BUFFER, g.recv.as_mut_ptr() as u64);
             let table = team.my_area_bytes(s, 16 * p);
             for (entry, &(off, len)) in table.chunks_exact_mut(16).zip(&g.layout.blocks) {
                 entry[..8].copy_from_slice(&(off as u64).to_ne_bytes());
                 entry[8..].copy_from_slice(&(len as u64).to_ne_bytes());
             }
+            team.publish(s);
         }
-        team.publish(s);
         if !g.in_place {
             let (off, len) = g.layout.blocks[me];
             g.recv[off..off + len].copy_from_slice(&g.send[..len]);
