@@ -67,6 +67,17 @@ pub struct Gather<'a> {
     pub in_place: bool,
 }
 
+impl Gather<'_> {
+    /// At the root (node rank `me`): its own block into place, unless it
+    /// is there already.
+    fn place_own_block(&mut self, me: usize) {
+        if !self.in_place {
+            let (off, len) = self.layout.blocks[me];
+            self.recv[off..off + len].copy_from_slice(&self.send[..len]);
+        }
+    }
+}
+
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) {
     match team.peers {
         Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
@@ -104,10 +115,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             }
             team.publish(s);
         }
-        if !g.in_place {
-            let (off, len) = g.layout.blocks[me];
-            g.recv[off..off + len].copy_from_slice(&g.send[..len]);
-        }
+        g.place_own_block(me);
         for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
             if direct(len) {
                 team.wait_ready(r, t);
@@ -145,10 +153,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
         team.writable(s);
         team.set_word(s, ROUNDS, rounds as u64);
         team.publish(s);
-        if !g.in_place {
-            let (off, len) = g.layout.blocks[me];
-            g.recv[off..off + len].copy_from_slice(&g.send[..len]);
-        }
+        g.place_own_block(me);
         rounds
     } else {
         team.writable(s);
