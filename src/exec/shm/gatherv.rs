@@ -21,10 +21,10 @@
 //!
 //! Trace, direct, p = 3, rank 1 small, rank 2 large: the root publishes
 //! its buffer and the layout (only when some block goes direct) and
-//! copies its own block; rank 1 copies its
-//! block into its area, publishes and returns; rank 2 waits for the root's
-//! step, writes its block into the root's buffer and publishes; the root
-//! copies rank 1's block from its area and waits for rank 2.
+//! copies its own block; rank 1 copies its block into its area, publishes
+//! and returns; rank 2 waits for the root's step, writes its block into
+//! the root's buffer and publishes; the root copies rank 1's block from
+//! its area and waits for rank 2.
 //!
 //! Limitations: one node; the direct way needs the layout to fit a chunk
 //! area (16 bytes per rank). Memory: the segment. Cost: copy-in moves

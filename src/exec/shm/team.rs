@@ -123,8 +123,8 @@ impl Team<'_> {
         super::stream::copy_in(self.my_area_bytes(s, src.len()), src, self.streams(src.len()));
     }
 
-    /// Copies into the segment for a transfer of `len` bytes bypass this
-    /// core's cache: from [`NodeSettings::stream_from`] bytes.
+    /// Whether copies into the segment for a transfer of `len` bytes
+    /// bypass this core's cache: from [`NodeSettings::stream_from`] bytes.
     pub fn streams(&self, len: usize) -> bool {
         let from = self.settings.stream_from;
         from > 0 && len >= from
