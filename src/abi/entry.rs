@@ -160,7 +160,7 @@ pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'stat
         desc.root,
         desc.bytes,
         algo.name,
-        params.0,
+        &params[..],
     );
     Ok(Planned { desc, algo, params, reason })
 }
@@ -264,7 +264,7 @@ fn run_on_node(
                 map: &map,
                 rank: desc.rank,
                 inter: &mut inter,
-                params: &call.params.0,
+                params: &call.params,
                 leaders: rt.cfg.shm.leaders,
                 memo: &mut state.memo.lock().unwrap(),
             };
@@ -305,7 +305,7 @@ impl BetweenNodes for PmpiBetween<'_> {
             Decision::Run(algo, params, _) if algo.schedule().is_some() => (algo, params),
             _ => general(),
         };
-        log::debug!("{} between {} nodes: {}{:?}", desc.coll, desc.size, algo.name, params.0);
+        log::debug!("{} between {} nodes: {}{:?}", desc.coll, desc.size, algo.name, &params[..]);
         let sched = self.state.schedules.lock().unwrap().get(algo, &params, desc, layout);
         let mut scratch = vec![0u8; sched.scratch_bytes];
         let mut bufs = Buffers { send, recv, scratch: &mut scratch };
@@ -379,7 +379,7 @@ pub(super) fn reduction(
         in_place,
         topo: state.topo(),
     };
-    let call = match plan(desc.clone(), select::decide_with(&rt.cfg, rt.choice(coll), &desc, Some(bytes))) {
+    let call = match plan(desc.clone(), rt.decide(&desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
@@ -546,7 +546,7 @@ pub(super) fn bcast(
         in_place: false,
         topo: state.topo(),
     };
-    let call = match plan(desc.clone(), select::decide_with(&rt.cfg, rt.choice(Coll::Bcast), &desc, Some(bytes))) {
+    let call = match plan(desc.clone(), rt.decide(&desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };

@@ -22,7 +22,7 @@ use crate::core::types::Coll;
 use crate::exec::NoReduction;
 use crate::select::config::GathervMode;
 use crate::select::wire::{decode, encode, HEADER};
-use crate::select::{self, Decision};
+use crate::select::Decision;
 use mpi_sys::*;
 use std::borrow::Cow;
 use std::os::raw::{c_int, c_void};
@@ -197,7 +197,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     };
 
     // The decision, and the layout this rank builds its schedule from.
-    let decide = |bytes| select::decide_with(&rt.cfg, rt.choice(Coll::Gatherv), &desc, bytes);
+    let decide = |bytes| rt.decide(&desc, bytes);
     let everywhere = |d: &Decision| matches!(d, Decision::Run(a, ..) if a.layout_everywhere);
     let (decision, layout) = if aggressive {
         let d = decide(known.as_ref().map(|k| largest(&k.layout)));

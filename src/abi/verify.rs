@@ -142,7 +142,7 @@ fn conclude(rt: &Runtime, call: &Planned, what: impl FnOnce() -> String, mismatc
             got = m.got,
             want = m.want,
             algo = call.algo.name,
-            params = call.params.0,
+            params = &call.params[..],
             reason = call.reason,
         ));
     }

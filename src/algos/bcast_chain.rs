@@ -25,7 +25,7 @@ pub(super) const PARAMS: &[ParamSpec] =
     &[ParamSpec { name: "seg", min: 1024, max: 64 << 20, default: 64 << 10, help: "segment size in bytes" }];
 
 pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    let seg = params.0[0].max(1) as usize;
+    let seg = params[0].max(1) as usize;
     let rel = desc.rel_rank();
     bcast_tree::build(desc, seg, kary_parent(rel, 1), kary_children(rel, desc.size, 1))
 }
@@ -52,7 +52,7 @@ mod tests {
                 in_place: false,
                 topo: Topo::default(),
             };
-            build(&desc, &Params(vec![1024]), &GatherLayout::default())
+            build(&desc, &Params::new(&[1024]), &GatherLayout::default())
         };
         // Root 2 sends 4 segments to 3; relative 3 (absolute 0) forwards to
         // absolute 1; the last, absolute 1, only receives.
@@ -65,7 +65,7 @@ mod tests {
         let last = sched(1);
         assert_eq!((last.steps.len(), last.messages_sent()), (4, 0));
         // Latency model: p - 2 + S steps.
-        let stats = check(find(Coll::Bcast, "chain").unwrap(), &Params(vec![1024]), &Case::new(Coll::Bcast, 5, 4096));
+        let stats = check(find(Coll::Bcast, "chain").unwrap(), &Params::new(&[1024]), &Case::new(Coll::Bcast, 5, 4096));
         assert_eq!(stats.unwrap().unwrap().depth, 5 - 2 + 4);
     }
 }

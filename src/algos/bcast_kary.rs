@@ -40,8 +40,8 @@ pub(super) const PARAMS: &[ParamSpec] = &[
 ];
 
 pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    let k = params.0[0].max(1) as usize;
-    let seg = params.0[1] as usize;
+    let k = params[0].max(1) as usize;
+    let seg = params[1] as usize;
     let rel = desc.rel_rank();
     bcast_tree::build(desc, seg, kary_parent(rel, k), kary_children(rel, desc.size, k))
 }
@@ -66,7 +66,7 @@ mod tests {
             in_place: false,
             topo: Topo::default(),
         };
-        build(&desc, &Params(vec![k, seg]), &GatherLayout::default())
+        build(&desc, &Params::new(&[k, seg]), &GatherLayout::default())
     }
 
     #[test]
@@ -103,8 +103,8 @@ mod tests {
         // terms (h + S - 1) k (α + sβ) against h k (α + nβ).
         let alg = find(Coll::Bcast, "kary").unwrap();
         let case = Case::new(Coll::Bcast, 15, 80);
-        let whole = check(alg, &Params(vec![2, 0]), &case).unwrap().unwrap();
-        let piped = check(alg, &Params(vec![2, 10]), &case).unwrap().unwrap();
+        let whole = check(alg, &Params::new(&[2, 0]), &case).unwrap().unwrap();
+        let piped = check(alg, &Params::new(&[2, 10]), &case).unwrap().unwrap();
         assert_eq!(whole.depth, 3);
         assert_eq!(piped.depth, 3 + 8 - 1);
         assert_eq!((whole.messages, piped.messages), (14, 14 * 8));

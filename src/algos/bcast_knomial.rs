@@ -33,7 +33,7 @@ pub(super) const PARAMS: &[ParamSpec] = &[ParamSpec {
 }];
 
 pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    let k = params.0[0].max(2) as usize;
+    let k = params[0].max(2) as usize;
     let rel = desc.rel_rank();
     bcast_tree::build(desc, 0, knomial_parent(rel, k), knomial_children(rel, desc.size, k))
 }
@@ -65,7 +65,7 @@ mod tests {
     fn root_sends_to_every_digit_at_once_and_children_forward_next() {
         // p = 16, k = 4, root 3: the root's children are relative 4, 8, 12,
         // 1, 2, 3 (absolute 7, 11, 15, 4, 5, 6), all in its first step.
-        let k4 = Params(vec![4]);
+        let k4 = Params::new(&[4]);
         let root = build(&desc(3, 16, 3, 100), &k4, &GatherLayout::default());
         assert_eq!(root.steps.len(), 1);
         let peers: Vec<usize> = root.steps[0].sends.iter().map(|x| x.peer).collect();
@@ -84,7 +84,7 @@ mod tests {
         // digits of a relative rank, at most ⌈log_k p⌉.
         let alg = find(Coll::Bcast, "knomial").unwrap();
         for (k, p, depth) in [(2, 16, 4), (2, 17, 4), (4, 16, 2), (4, 17, 2), (4, 64, 3), (8, 64, 2), (8, 65, 2)] {
-            let stats = check(alg, &Params(vec![k]), &Case::new(Coll::Bcast, p, 10)).unwrap().unwrap();
+            let stats = check(alg, &Params::new(&[k]), &Case::new(Coll::Bcast, p, 10)).unwrap().unwrap();
             assert_eq!(stats.depth, depth, "k {k} p {p}");
             assert_eq!(stats.depth, tree_height(p, |r| knomial_parent(r, k as usize)));
             assert!(stats.depth <= (p as f64).log(k as f64).ceil() as usize);

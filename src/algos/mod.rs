@@ -40,9 +40,43 @@ pub struct ParamSpec {
 }
 
 /// Parameter values of one forced or selected algorithm, in the order of its
-/// [`ParamSpec`]s.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Params(pub Vec<u64>);
+/// [`ParamSpec`]s. A plain value (no allocation): every call carries one.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Params {
+    len: usize,
+    values: [u64; MAX_PARAMS],
+}
+
+/// The most parameters an algorithm has.
+pub const MAX_PARAMS: usize = 4;
+
+impl Params {
+    pub fn new(values: &[u64]) -> Params {
+        assert!(values.len() <= MAX_PARAMS, "{} parameters, at most {MAX_PARAMS}", values.len());
+        let mut params = Params { len: values.len(), values: [0; MAX_PARAMS] };
+        params.values[..values.len()].copy_from_slice(values);
+        params
+    }
+}
+
+impl std::ops::Deref for Params {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.values[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for Params {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        &mut self.values[..self.len]
+    }
+}
+
+impl std::fmt::Debug for Params {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self[..].fmt(f)
+    }
+}
 
 /// Builds one rank's schedule. `layout` is the root's block layout for
 /// Gatherv and empty otherwise.
@@ -151,6 +185,7 @@ impl Algorithm {
     }
 
     pub const fn with_params(mut self, params: &'static [ParamSpec]) -> Algorithm {
+        assert!(params.len() <= MAX_PARAMS, "more parameters than Params holds");
         self.params = params;
         self
     }
@@ -172,7 +207,11 @@ impl Algorithm {
     }
 
     pub fn default_params(&self) -> Params {
-        Params(self.params.iter().map(|p| p.default).collect())
+        let mut params = Params { len: self.params.len(), values: [0; MAX_PARAMS] };
+        for (value, spec) in params.values.iter_mut().zip(self.params) {
+            *value = spec.default;
+        }
+        params
     }
 }
 

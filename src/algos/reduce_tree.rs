@@ -57,19 +57,19 @@ impl Shape {
 }
 
 pub(super) fn knomial_reduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    reduce(desc, Shape::Knomial(params.0[0] as usize))
+    reduce(desc, Shape::Knomial(params[0] as usize))
 }
 
 pub(super) fn kary_reduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    reduce(desc, Shape::Kary(params.0[0] as usize))
+    reduce(desc, Shape::Kary(params[0] as usize))
 }
 
 pub(super) fn knomial_allreduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    allreduce(desc, Shape::Knomial(params.0[0] as usize))
+    allreduce(desc, Shape::Knomial(params[0] as usize))
 }
 
 pub(super) fn kary_allreduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    allreduce(desc, Shape::Kary(params.0[0] as usize))
+    allreduce(desc, Shape::Kary(params[0] as usize))
 }
 
 /// `acc ∘ child`, into `target` if given (else into `child`'s place);

@@ -100,13 +100,8 @@ impl ScheduleCache {
         if self.entries.len() >= CAPACITY {
             self.entries.clear();
         }
-        let entry = Entry {
-            algo,
-            params: params.clone(),
-            desc: desc.clone(),
-            layout: layout.clone(),
-            schedule: schedule.clone(),
-        };
+        let entry =
+            Entry { algo, params: *params, desc: desc.clone(), layout: layout.clone(), schedule: schedule.clone() };
         self.entries.insert(k, entry);
         self.last = Some(k);
         schedule

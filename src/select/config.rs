@@ -446,7 +446,7 @@ mod tests {
     fn parameters_take_size_suffixes() {
         let cfg = parse(&[("PCOLL_ALLREDUCE", "salar:chunk=64K")]).unwrap();
         match &cfg.choices[Coll::Allreduce.index()] {
-            Choice::Force(a, p) => assert_eq!((a.name, p.0[0]), ("salar", 64 << 10)),
+            Choice::Force(a, p) => assert_eq!((a.name, p[0]), ("salar", 64 << 10)),
             other => panic!("{other:?}"),
         }
         assert!(parse(&[("PCOLL_ALLREDUCE", "salar:chunk=1G")]).is_err(), "beyond the range");

@@ -71,7 +71,7 @@ impl fmt::Display for Reason {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Decision {
     /// pcoll runs the call with this algorithm.
     Run(&'static Algorithm, Params, Reason),
@@ -96,7 +96,7 @@ pub fn decide_with(cfg: &Config, choice: &Choice, desc: &CallDesc, bytes: Option
     match choice {
         Choice::Mpi => Decision::Host(Reason::ForcedMpi),
         Choice::Force(algo, params) => match (algo.check)(desc) {
-            Ok(()) if algo.canonical || !canonical_only => Decision::Run(algo, params.clone(), Reason::Forced),
+            Ok(()) if algo.canonical || !canonical_only => Decision::Run(algo, *params, Reason::Forced),
             Err(why) if !canonical_only => Decision::Host(Reason::Unsupported(why)),
             // Reproducible: another canonical algorithm, never the host.
             verdict => {
@@ -139,7 +139,7 @@ fn by_rules(cfg: &Config, desc: &CallDesc, bytes: Option<usize>, canonical_only:
                 let reason = Reason::Rule { source, line: rule.line };
                 return match &rule.target {
                     Target::Mpi => Decision::Host(reason),
-                    Target::Algo(a, p) => Decision::Run(a, p.clone(), reason),
+                    Target::Algo(a, p) => Decision::Run(a, *p, reason),
                 };
             }
             Ok(None) => {}

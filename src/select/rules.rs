@@ -308,7 +308,7 @@ pub fn parse_target(coll: Coll, text: &str) -> Result<Target, String> {
         if v < spec.min || v > spec.max {
             return Err(format!("{key} in {}..{}", spec.min, spec.max));
         }
-        params.0[idx] = v;
+        params[idx] = v;
     }
     Ok(Target::Algo(algo, params))
 }
@@ -351,7 +351,7 @@ mod tests {
             vec![Cond::Procs(Cmp::Eq, 3), Cond::Bytes(Cmp::Gt, 1 << 20), Cond::Nodes(Cmp::Ge, 2)]
         );
         assert!(!r.rules[0].matches(&call(Coll::Reduce, 3, Some(2 << 20))).unwrap());
-        assert!(matches!(&r.rules[0].target, Target::Algo(a, p) if a.name == "knomial" && p.0 == vec![8]));
+        assert!(matches!(&r.rules[0].target, Target::Algo(a, p) if a.name == "knomial" && p[..] == [8]));
     }
 
     #[test]

@@ -2,13 +2,12 @@
 //! decision and its layout as 64-bit words, the same on every platform.
 
 use super::{Decision, Reason, RuleSource};
-use crate::algos::{Algorithm, Params, ALGORITHMS};
+use crate::algos::{Algorithm, Params, ALGORITHMS, MAX_PARAMS};
 use crate::core::call::GatherLayout;
 
 /// Words of the root's broadcast before the layout: the algorithm's
 /// registry index (or [`HOST`]), its parameters, the reason.
 pub const HEADER: usize = 2 + MAX_PARAMS + 2;
-const MAX_PARAMS: usize = 4;
 const HOST: u64 = u64::MAX;
 
 fn encode_reason(reason: Reason) -> [u64; 2] {
@@ -45,9 +44,8 @@ pub fn encode(decision: &Decision, layout: &GatherLayout) -> Vec<u64> {
     let reason = match decision {
         Decision::Run(algo, params, reason) => {
             words[0] = ALGORITHMS.iter().position(|a| std::ptr::eq(a, *algo)).expect("registered") as u64;
-            assert!(params.0.len() <= MAX_PARAMS, "{} has more parameters than a Gatherv broadcast carries", algo.name);
-            words[1] = params.0.len() as u64;
-            words[2..2 + params.0.len()].copy_from_slice(&params.0);
+            words[1] = params.len() as u64;
+            words[2..2 + params.len()].copy_from_slice(params);
             *reason
         }
         Decision::Host(reason) => {
@@ -68,7 +66,7 @@ pub fn decode(words: &[u64]) -> (Decision, GatherLayout) {
     } else {
         let algo: &'static Algorithm = &ALGORITHMS[words[0] as usize];
         let n = words[1] as usize;
-        Decision::Run(algo, Params(words[2..2 + n].to_vec()), reason)
+        Decision::Run(algo, Params::new(&words[2..2 + n]), reason)
     };
     let blocks = words[HEADER..].chunks_exact(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
     (decision, GatherLayout { blocks })
@@ -84,9 +82,9 @@ mod tests {
         let algo = crate::algos::find(Coll::Gatherv, "binomial").unwrap();
         let layout = GatherLayout { blocks: vec![(0, 3), (9, 0), (3, 6)] };
         let reason = Reason::Rule { source: RuleSource::TuneFile, line: 7 };
-        let (d, l) = decode(&encode(&Decision::Run(algo, Params(vec![]), reason), &layout));
+        let (d, l) = decode(&encode(&Decision::Run(algo, Params::default(), reason), &layout));
         assert_eq!(l, layout);
-        assert!(matches!(d, Decision::Run(a, p, r) if std::ptr::eq(a, algo) && p.0.is_empty() && r == reason));
+        assert!(matches!(d, Decision::Run(a, p, r) if std::ptr::eq(a, algo) && p.is_empty() && r == reason));
         let (d, _) = decode(&encode(&Decision::Host(Reason::ForcedMpi), &layout));
         assert!(matches!(d, Decision::Host(Reason::ForcedMpi)));
     }

@@ -425,10 +425,10 @@ fn segment_probe_large(p: usize) -> u64 {
 /// larger communicator one of them.
 fn param_sets(alg: &Algorithm, p: usize) -> Vec<Params> {
     let base = alg.default_params();
-    let mut sets = vec![base.clone()];
+    let mut sets = vec![base];
     let mut add = |i: usize, v: u64| {
-        let mut set = base.clone();
-        set.0[i] = v;
+        let mut set = base;
+        set[i] = v;
         if !sets.contains(&set) {
             sets.push(set);
         }
@@ -455,7 +455,7 @@ fn param_sets(alg: &Algorithm, p: usize) -> Vec<Params> {
 fn param_sets_probe_small_segments() {
     let kary = crate::algos::find(Coll::Bcast, "kary").unwrap();
     let seg = kary.params.iter().position(|s| s.name == "seg").unwrap();
-    let small = |sets: &[Params]| sets.iter().filter(|s| (1..1024).contains(&s.0[seg])).count();
+    let small = |sets: &[Params]| sets.iter().filter(|s| (1..1024).contains(&s[seg])).count();
     assert_eq!(small(&param_sets(kary, 10)), SEGMENT_PROBES.len());
     assert_eq!(small(&param_sets(kary, 64)), 1);
     assert_eq!(small(&param_sets(kary, 65)), 0);
@@ -702,7 +702,7 @@ fn sweep_large() {
                         // ones only: one step per byte).
                         if let Some(i) = alg.params.iter().position(|s| s.name == "seg").filter(|_| c == 0) {
                             let mut set = alg.default_params();
-                            set.0[i] = 1;
+                            set[i] = 1;
                             sets.push(set);
                         }
                         for params in &sets {
