@@ -77,12 +77,10 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         let len = chunk.min(data.len() - off);
         let s = team.next_step();
         if team.rank == root {
-            team.writable(s);
             team.put(s, &data[off..off + len]);
             team.publish(s);
         } else {
-            team.wait_ready(root, s);
-            data[off..off + len].copy_from_slice(team.area_bytes(root, s, len));
+            data[off..off + len].copy_from_slice(team.wait_data(root, s, len));
         }
         team.finish(s);
         off += len;

@@ -141,7 +141,6 @@ fn copy_in(
             (lo * unit, hi * unit)
         };
         let s = team.next_step();
-        team.writable(s);
         let input = bufs.send.unwrap_or(&*bufs.recv);
         team.put(s, &input[off..off + len]);
         team.publish(s);

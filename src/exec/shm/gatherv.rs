@@ -120,8 +120,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             if direct(len) {
                 team.wait_ready(r, t);
             } else {
-                team.wait_ready(r, s);
-                g.recv[off..off + len].copy_from_slice(team.area_bytes(r, s, len));
+                g.recv[off..off + len].copy_from_slice(team.wait_data(r, s, len));
             }
         }
     } else if direct(g.send.len()) {
@@ -132,7 +131,6 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         assert_eq!(len, g.send.len(), "rank {me}'s block differs from the root's count for it");
         peers.write(g.root, team.word(g.root, s, BUFFER) as usize + off, g.send);
     } else {
-        team.writable(s);
         team.put(s, g.send);
     }
     // Done with both steps (the root has copied every area it waited for,
@@ -156,7 +154,6 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
         g.place_own_block(me);
         rounds
     } else {
-        team.writable(s);
         let first = piece(0, g.send.len());
         team.put(s, &g.send[first]);
         team.publish(s);
@@ -170,7 +167,6 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
         } else {
             let s = team.next_step();
             if me != g.root {
-                team.writable(s);
                 let range = piece(round, g.send.len());
                 team.put(s, &g.send[range]);
             }

@@ -87,13 +87,12 @@ pub fn flat<C: Combiner + ?Sized>(
         let len = chunk.min(n - off);
         let s = team.next_step();
         if writes_area {
-            team.writable(s);
             let input = bufs.send.unwrap_or(&*bufs.recv);
             team.put(s, &input[off..off + len]);
         }
         team.publish(s);
         if folds {
-            team.wait_all_ready(s);
+            team.wait_others_data(s, len);
             let part = |r: usize| match bufs.send {
                 Some(send) if r == me => &send[off..off + len],
                 _ => team.area_bytes(r, s, len),
@@ -122,7 +121,6 @@ pub fn partition<C: Combiner + ?Sized>(
         let count = len / unit;
         // Step 1: everyone's chunk into its area.
         let s = team.next_step();
-        team.writable(s);
         let input = bufs.send.unwrap_or(&*bufs.recv);
         team.put(s, &input[off..off + len]);
         team.publish(s);

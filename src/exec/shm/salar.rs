@@ -258,7 +258,6 @@ impl Pipeline {
     fn copy_in(&self, team: &mut Team<'_>, input: &[u8], i: usize) -> u64 {
         let (off, len) = self.chunk(i);
         let a = team.next_step();
-        team.writable(a);
         team.put(a, &input[off..off + len]);
         team.publish(a);
         a

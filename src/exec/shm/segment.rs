@@ -9,6 +9,7 @@
 //! ```text
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
+//!                                 small-message slots (one line each)
 //!                                 fragment controls[s] (one line each)
 //!                   chunk area 0 | chunk area 1   (double buffer by step parity)
 //!                   queue: s slots of f bytes    (seed 002's broadcast queue)
@@ -47,8 +48,12 @@ pub struct Geometry {
 /// and lengths for zero copy).
 pub const PUBLISHED: usize = 6;
 
-/// Bytes of data that travel in the flags' own cache line.
-pub const INLINE: usize = 24;
+/// Bytes of data that travel in a slot, next to their step.
+pub const INLINE: usize = 56;
+
+/// Slots per rank: a step's slot is reused [`SLOTS`] steps later, so a
+/// writer of small messages looks at its readers' progress only that often.
+pub const SLOTS: usize = 16;
 
 /// The first cache lines of a rank's control page.
 #[repr(C, align(64))]
@@ -57,12 +62,20 @@ pub struct Control {
     pub ready: AtomicU64,
     /// The last step this rank has finished reading others' data for.
     pub done: AtomicU64,
-    /// Data of up to [`INLINE`] bytes, per step parity: a reader that sees
-    /// `ready` has the data in the same cache line (one miss, not two).
-    pub inline: [[AtomicU64; INLINE / 8]; 2],
+    _pad: [u64; 6],
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
-    _pad: [u64; 4],
+    _pad2: [u64; 4],
+    /// Small messages, step `s` in slot `s % SLOTS`.
+    pub slots: [Slot; SLOTS],
+}
+
+/// Up to [`INLINE`] bytes of one step and the step's number, in one cache
+/// line: a reader waiting for the step has the data with the same miss.
+#[repr(C, align(64))]
+pub struct Slot {
+    pub step: AtomicU64,
+    pub data: [AtomicU64; INLINE / 8],
 }
 
 /// A seed-002 set counter pair: the operation that filled the set last,
@@ -179,9 +192,9 @@ impl Segment {
         unsafe { self.base.add(self.geo.chunk_area(r, parity)) }
     }
 
-    /// Rank `r`'s inline data slot for steps of this parity.
-    pub fn inline_area(&self, r: usize, parity: u64) -> *mut u8 {
-        self.control(r).inline[parity as usize % 2].as_ptr() as *mut u8
+    /// Rank `r`'s slot for small data of step `s`.
+    pub fn slot(&self, r: usize, s: u64) -> &Slot {
+        &self.control(r).slots[s as usize % SLOTS]
     }
 
     pub fn queue_slot(&self, r: usize, slot: usize) -> *mut u8 {
@@ -203,7 +216,7 @@ mod tests {
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
         let geo = Geometry { ranks: 3, chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
-        assert_eq!(std::mem::size_of::<Control>(), 3 * LINE);
+        assert_eq!(std::mem::size_of::<Control>(), (3 + SLOTS) * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);

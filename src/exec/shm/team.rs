@@ -5,15 +5,24 @@
 //! Every rank numbers its steps the same way (calls run in the same order
 //! everywhere and each algorithm takes a number of steps that depends only
 //! on what all ranks know). A step's data goes to the writer's chunk area
-//! of the step's parity:
+//! of the step's parity, or, up to [`INLINE`] bytes, to its slot `s %
+//! SLOTS`:
 //! - before writing it for step `s`, a rank waits until every rank is
-//!   `done` with step `s - 2`, the last one that used that area;
+//!   `done` with step `s - 2` (chunk area and words) or `s - SLOTS` (slot),
+//!   the last one that used that place;
 //! - it publishes with `ready = s` (a release store: the data before the
 //!   flag), readers wait for `ready >= s` (an acquire load: the flag
-//!   before the data);
+//!   before the data); a slot also carries its step, so a reader of small
+//!   data waits on the line that holds it ([`Team::wait_data`]);
 //! - when a rank has read all it needs of step `s`, it stores `done = s`
 //!   (release: its reads before the writer's next overwrite, which
 //!   acquires).
+//!
+//! A writer whose readers never answer it (a Bcast root, a Reduce or
+//! Gatherv non-root) learns their progress only by reading their `done`, a
+//! cache-line transfer on its way to publishing: with slots it does so
+//! once in `SLOTS` steps for small messages, not every other step (Open
+//! MPI, 2 ranks, 8-byte Gatherv: the root's time 0.89 -> 0.64 us).
 //!
 //! Every algorithm finishes a step before it publishes a later one, so a
 //! rank seen at `ready >= s` is `done` with `s - 1`: waiting for everyone's
@@ -24,7 +33,7 @@
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use super::segment::{Segment, INLINE, PUBLISHED};
+use super::segment::{Segment, INLINE, PUBLISHED, SLOTS};
 use crate::exec::wait::Backoff;
 
 /// Copies between this process and a peer's address space (Linux cross
@@ -89,13 +98,13 @@ impl Team<'_> {
         self.state.step
     }
 
-    /// Where `len` bytes of rank `r`'s step `s` live: the inline slot next
-    /// to its flags if they fit, else its chunk area. A function of the
-    /// length, which writer and readers share.
+    /// Where `len` bytes of rank `r`'s step `s` live: the step's slot if
+    /// they fit, else its chunk area. A function of the length, which
+    /// writer and readers share.
     fn data(&self, r: usize, s: u64, len: usize) -> *mut u8 {
         assert!(len <= self.seg.geo.chunk, "{len} bytes do not fit a chunk area");
         if len <= INLINE {
-            self.seg.inline_area(r, s)
+            self.seg.slot(r, s).data.as_ptr() as *mut u8
         } else {
             self.seg.chunk_area(r, s)
         }
@@ -117,10 +126,45 @@ impl Team<'_> {
         unsafe { std::slice::from_raw_parts_mut(self.data(self.rank, s, len), len) }
     }
 
-    /// Copies `src` into this rank's area of step `s` (after
-    /// [`Team::writable`]), to be published.
-    pub fn put(&self, s: u64, src: &[u8]) {
-        super::stream::copy_in(self.my_area_bytes(s, src.len()), src, self.streams(src.len()));
+    /// Copies `src` into this rank's area of step `s`, once no one reads
+    /// the place any more, to be published (a slot's data is visible to
+    /// [`Team::wait_data`] at once).
+    pub fn put(&mut self, s: u64, src: &[u8]) {
+        if src.len() <= INLINE {
+            self.wait_done(s.saturating_sub(SLOTS as u64));
+            self.my_area_bytes(s, src.len()).copy_from_slice(src);
+            // Release: the slot's data before its step, for wait_data's acquire.
+            self.seg.slot(self.rank, s).step.store(s, Release);
+        } else {
+            self.writable(s);
+            super::stream::copy_in(self.my_area_bytes(s, src.len()), src, self.streams(src.len()));
+        }
+    }
+
+    /// Rank `r`'s `len` bytes of step `s`, once there. For data written
+    /// with [`Team::put`] (a slot's step is set by nothing else).
+    pub fn wait_data(&self, r: usize, s: u64, len: usize) -> &[u8] {
+        if len <= INLINE {
+            let step = &self.seg.slot(r, s).step;
+            // Acquire: pairs with put's release; the slot's data is visible.
+            Backoff::until(|| step.load(Acquire) >= s);
+        } else {
+            self.wait_ready(r, s);
+        }
+        self.area_bytes(r, s, len)
+    }
+
+    /// Waits for every other rank's `len` bytes of step `s` (written with
+    /// [`Team::put`]), after this rank has published `s`.
+    pub fn wait_others_data(&mut self, s: u64, len: usize) {
+        if len <= INLINE {
+            for r in (0..self.size).filter(|&r| r != self.rank) {
+                self.wait_data(r, s, len);
+            }
+        } else {
+            // Every rank's `ready`, which also tells what all have finished.
+            self.wait_all_ready(s);
+        }
     }
 
     /// Whether copies into the segment for a transfer of `len` bytes
@@ -130,9 +174,14 @@ impl Team<'_> {
         from > 0 && len >= from
     }
 
-    /// Waits until this rank may overwrite its chunk area for step `s`.
+    /// Waits until this rank may overwrite its chunk area, words and slot
+    /// for step `s`.
     pub fn writable(&mut self, s: u64) {
-        let need = s.saturating_sub(2);
+        self.wait_done(s.saturating_sub(2));
+    }
+
+    /// Waits until every rank is done with step `need`.
+    fn wait_done(&mut self, need: u64) {
         if self.state.known_done >= need {
             return;
         }

@@ -156,7 +156,7 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
             let mut plan = Rng(p as u64);
             for call in 0..120 {
                 let algo = [Algo::Flat, Algo::Partition, Algo::ZeroCopy][plan.below(3)];
-                let count = [1, 3, 11, 12, 13, 40, 100][plan.below(7)];
+                let count = [1, 3, 7, 8, 11, 12, 13, 40, 100][plan.below(9)];
                 let root = if plan.below(3) == 0 { None } else { Some(plan.below(p)) };
                 let in_place = plan.below(2) == 0;
                 let is_out = root.is_none_or(|r| r == rank);
@@ -283,7 +283,7 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
             let mut plan = Rng(p as u64 + 1000);
             for call in 0..150 {
                 let algo = plan.below(6);
-                let n = [1, 7, 39, 40, 41, 96, 97, 200, 333, 1000][plan.below(10)];
+                let n = [1, 7, 39, 40, 41, 56, 57, 96, 97, 200, 333, 1000][plan.below(12)];
                 let root = plan.below(p);
                 let fragment = [0, 1, 13, 40][plan.below(4)];
                 let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
