@@ -25,6 +25,7 @@ use crate::select::wire::{decode, encode, HEADER};
 use crate::select::Decision;
 use mpi_sys::*;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::os::raw::{c_int, c_void};
 use Outcome::{Done, Forward};
 
@@ -43,28 +44,68 @@ struct Layout {
 ///
 /// # Safety
 /// Both point to `size` entries.
-unsafe fn blocks<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+unsafe fn blocks<'a, C: Copy + Into<i64> + 'a, D: Copy + Into<i64> + 'a>(
     recvcounts: *const C,
     displs: *const D,
     size: usize,
-) -> Vec<(i64, i64)> {
+) -> impl Iterator<Item = (i64, i64)> + Clone + 'a {
     // SAFETY: guaranteed by the caller.
     let (counts, displs) =
         unsafe { (std::slice::from_raw_parts(recvcounts, size), std::slice::from_raw_parts(displs, size)) };
-    counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into())).collect()
+    counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into()))
 }
 
-/// The byte layout of `blocks` of `recvtype`: dense types in place
-/// (offsets from the lowest block), others packed one after the other for
-/// staging. The same computation on every rank that has the arguments.
-fn layout_of(blocks: &[(i64, i64)], recvtype: MPI_Datatype) -> Result<Layout, &'static str> {
+/// The last arguments this thread turned into a layout, and the layout: a
+/// loop of Gatherv calls with the same recvcounts, displs and receive type
+/// (by its layout, not its handle, which MPI may reuse) computes and
+/// allocates nothing.
+#[derive(Default)]
+struct LayoutMemo {
+    args: Vec<(i64, i64)>,
+    layout: Option<Layout>,
+}
+
+thread_local! {
+    static LAYOUT_MEMO: Cell<LayoutMemo> = Cell::default();
+}
+
+/// The thread's memo while a call uses it, put back when the call ends (a
+/// Gatherv run from inside another on the thread finds none and computes).
+struct TakenMemo(LayoutMemo);
+
+impl Drop for TakenMemo {
+    fn drop(&mut self) {
+        LAYOUT_MEMO.set(std::mem::take(&mut self.0));
+    }
+}
+
+/// The byte layout of `blocks` of `recvtype`, from `memo` when it has the
+/// same arguments.
+fn layout_of(
+    blocks: impl Iterator<Item = (i64, i64)> + Clone,
+    recvtype: MPI_Datatype,
+    memo: &mut LayoutMemo,
+) -> Result<&Layout, &'static str> {
     if !handles::is_usable_type(recvtype) {
         return Err("invalid receive type");
     }
-    if blocks.iter().any(|&(count, _)| count < 0) {
+    if blocks.clone().any(|(count, _)| count < 0) {
         return Err("negative receive count");
     }
     let ty = handles::layout(recvtype);
+    let same = memo.layout.as_ref().is_some_and(|l| l.ty == ty) && memo.args.iter().copied().eq(blocks.clone());
+    if !same {
+        memo.args.clear();
+        memo.args.extend(blocks);
+        memo.layout = Some(compute_layout(&memo.args, ty));
+    }
+    Ok(memo.layout.as_ref().expect("just computed"))
+}
+
+/// The byte layout of `blocks` of a type: dense types in place (offsets
+/// from the lowest block), others packed one after the other for staging.
+/// The same computation on every rank that has the arguments.
+fn compute_layout(blocks: &[(i64, i64)], ty: TypeLayout) -> Layout {
     let lens = blocks.iter().map(|&(count, _)| count as usize * ty.size);
     if !ty.dense {
         let mut cursor = 0;
@@ -75,14 +116,14 @@ fn layout_of(blocks: &[(i64, i64)], recvtype: MPI_Datatype) -> Result<Layout, &'
                 block
             })
             .collect();
-        return Ok(Layout { ty, layout: GatherLayout { blocks: layout }, base: 0, span: cursor });
+        return Layout { ty, layout: GatherLayout { blocks: layout }, base: 0, span: cursor };
     }
     let offsets = || blocks.iter().zip(lens.clone()).map(|(&(_, displ), len)| (displ as isize * ty.extent, len));
     let filled = || offsets().filter(|&(_, len)| len > 0);
     let base = filled().map(|(off, _)| off).min().unwrap_or(0);
     let end = filled().map(|(off, len)| off + len as isize).max().unwrap_or(0);
     let layout = offsets().map(|(off, len)| if len > 0 { ((off - base) as usize, len) } else { (0, 0) }).collect();
-    Ok(Layout { ty, layout: GatherLayout { blocks: layout }, base, span: (end - base) as usize })
+    Layout { ty, layout: GatherLayout { blocks: layout }, base, span: (end - base) as usize }
 }
 
 /// # Safety
@@ -102,8 +143,8 @@ fn largest(layout: &GatherLayout) -> usize {
 }
 
 /// The known layout, or an empty one (a rank without the arguments).
-fn layout_or_none(known: &Option<Layout>) -> Cow<'_, GatherLayout> {
-    known.as_ref().map_or(Cow::Owned(GatherLayout::default()), |k| Cow::Borrowed(&k.layout))
+fn layout_or_none(known: Option<&Layout>) -> Cow<'_, GatherLayout> {
+    known.map_or(Cow::Owned(GatherLayout::default()), |k| Cow::Borrowed(&k.layout))
 }
 
 /// The root broadcasts its decision and layout; returns them at every rank.
@@ -166,15 +207,16 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     }
     let send_ty = (!in_place).then(|| handles::layout(sendtype));
     let my_bytes = send_ty.map_or(0, |t| sendcount as usize * t.size);
-    let known = match &args {
-        Some(blocks) => match layout_of(blocks, recvtype) {
+    let mut memo = TakenMemo(LAYOUT_MEMO.take());
+    let known = match args.clone() {
+        Some(blocks) => match layout_of(blocks, recvtype, &mut memo.0) {
             Ok(layout) => Some(layout),
             Err(why) if is_root => return Forward(why),
             Err(_) => None,
         },
         None => None,
     };
-    if is_root && !in_place && known.as_ref().is_some_and(|k| my_bytes > k.layout.blocks[rank].1) {
+    if is_root && !in_place && known.is_some_and(|k| my_bytes > k.layout.blocks[rank].1) {
         return Forward("root's send block larger than its receive block");
     }
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
@@ -200,7 +242,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     let decide = |bytes| rt.decide(&desc, bytes);
     let everywhere = |d: &Decision| matches!(d, Decision::Run(a, ..) if a.layout_everywhere);
     let (decision, layout) = if aggressive {
-        let d = decide(known.as_ref().map(|k| largest(&k.layout)));
+        let d = decide(known.map(|k| largest(&k.layout)));
         if known.is_none() && (everywhere(&d) || matches!(d, Decision::NeedsLayout)) {
             // this rank cannot take part in the agreed algorithm
             runtime::abort_job(&format!(
@@ -208,13 +250,13 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
                  displs and recvtype, which that mode requires of every rank; aborting\n"
             ));
         }
-        (d, layout_or_none(&known))
+        (d, layout_or_none(known))
     } else {
         match decide(None) {
             d @ Decision::Host(_) => (d, Cow::Owned(GatherLayout::default())),
-            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => (d, layout_or_none(&known)),
+            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => (d, layout_or_none(known)),
             first => {
-                let mine = known.as_ref().filter(|_| is_root).map(|k| {
+                let mine = known.filter(|_| is_root).map(|k| {
                     let d = match first {
                         Decision::NeedsLayout => decide(Some(largest(&k.layout))),
                         d => d,
@@ -259,7 +301,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             execute(rt, state, &call, layout, send, recv, &NoReduction)
         })
     };
-    let Some(plan) = known.as_ref().filter(|_| is_root) else {
+    let Some(plan) = known.filter(|_| is_root) else {
         return Done(run(None));
     };
     let at_root = |recv| GatherRoot { recv, layout: &plan.layout, recvtype, size: plan.ty.size };
@@ -275,7 +317,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     let rc = run(Some(at_root(&mut staging)));
     if rc == MPI_SUCCESS as c_int {
         let blocks = args.expect("the root has its arguments");
-        for (peer, (&(count, displ), &(off, len))) in blocks.iter().zip(&plan.layout.blocks).enumerate() {
+        for (peer, ((count, displ), &(off, len))) in blocks.zip(&plan.layout.blocks).enumerate() {
             if len > 0 && !(in_place && peer == root) {
                 let dst = recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
                 unpack(&staging[off..off + len], dst.cast(), count, recvtype, &plan.ty, comm);
