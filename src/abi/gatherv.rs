@@ -89,12 +89,13 @@ fn layout_of(
     if !handles::is_usable_type(recvtype) {
         return Err("invalid receive type");
     }
-    if blocks.clone().any(|(count, _)| count < 0) {
-        return Err("negative receive count");
-    }
     let ty = handles::layout(recvtype);
+    // The memo only ever holds arguments that passed the checks below.
     let same = memo.layout.as_ref().is_some_and(|l| l.ty == ty) && memo.args.iter().copied().eq(blocks.clone());
     if !same {
+        if blocks.clone().any(|(count, _)| count < 0) {
+            return Err("negative receive count");
+        }
         memo.args.clear();
         memo.args.extend(blocks);
         memo.layout = Some(compute_layout(&memo.args, ty));

@@ -52,9 +52,18 @@ pub const MAX_PARAMS: usize = 4;
 
 impl Params {
     pub fn new(values: &[u64]) -> Params {
-        assert!(values.len() <= MAX_PARAMS, "{} parameters, at most {MAX_PARAMS}", values.len());
-        let mut params = Params { len: values.len(), values: [0; MAX_PARAMS] };
-        params.values[..values.len()].copy_from_slice(values);
+        values.iter().copied().collect()
+    }
+}
+
+impl FromIterator<u64> for Params {
+    fn from_iter<I: IntoIterator<Item = u64>>(values: I) -> Params {
+        let mut params = Params::default();
+        for value in values {
+            assert!(params.len < MAX_PARAMS, "more than {MAX_PARAMS} parameters");
+            params.values[params.len] = value;
+            params.len += 1;
+        }
         params
     }
 }
@@ -207,11 +216,7 @@ impl Algorithm {
     }
 
     pub fn default_params(&self) -> Params {
-        let mut params = Params { len: self.params.len(), values: [0; MAX_PARAMS] };
-        for (value, spec) in params.values.iter_mut().zip(self.params) {
-            *value = spec.default;
-        }
-        params
+        self.params.iter().map(|p| p.default).collect()
     }
 }
 
