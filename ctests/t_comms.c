@@ -279,6 +279,55 @@ static void many_comms(int iters)
     PMPI_Comm_free(&cur);
 }
 
+/* ---- the same calls on communicators that come and go ----
+ * A freed communicator's handle often comes back for the next one, and
+ * pcoll keeps the plan of a call repeated with the same arguments: a plan
+ * made for one communicator must never run on another with its handle. */
+static void same_calls_new_comms(int iters)
+{
+    for (int it = 0; it < iters; it++) {
+        MPI_Comm c;
+        PMPI_Comm_split(MPI_COMM_WORLD, g_rank % (1 + it % 3), (it & 1) ? -g_rank : g_rank, &c);
+        int r, n;
+        PMPI_Comm_rank(c, &r);
+        PMPI_Comm_size(c, &n);
+        for (int rep = 0; rep < 3; rep++) {
+            ct_set_case("same calls on a new communicator: iter %d rep %d comm size %d", it, rep, n);
+            g_case_counter++;
+            int v[4], in[2] = {r, 1}, out[2] = {-1, -1}, got[64];
+            for (int k = 0; k < 4; k++)
+                v[k] = r == 0 ? 1000 * it + 10 * rep + k : -1;
+            ct_check_rc(MPI_Bcast(v, 4, MPI_INT, 0, c), "MPI_Bcast");
+            for (int k = 0; k < 4; k++)
+                if (v[k] != 1000 * it + 10 * rep + k)
+                    ct_fail("%s: MPI_Bcast element %d: got %d, expected %d", g_case, k, v[k], 1000 * it + 10 * rep + k);
+            ct_check_rc(MPI_Allreduce(in, out, 2, MPI_INT, MPI_SUM, c), "MPI_Allreduce");
+            if (out[0] != n * (n - 1) / 2 || out[1] != n)
+                ct_fail("%s: MPI_Allreduce got (%d, %d), expected (%d, %d)", g_case, out[0], out[1], n * (n - 1) / 2, n);
+            out[0] = out[1] = -1;
+            ct_check_rc(MPI_Reduce(in, r == 0 ? out : NULL, 2, MPI_INT, MPI_SUM, 0, c), "MPI_Reduce");
+            if (r == 0 && (out[0] != n * (n - 1) / 2 || out[1] != n))
+                ct_fail("%s: MPI_Reduce got (%d, %d), expected (%d, %d)", g_case, out[0], out[1], n * (n - 1) / 2, n);
+            if (n <= 64) {
+                int counts[64], displs[64], mine = 100 * it + r;
+                for (int k = 0; k < n; k++) {
+                    counts[k] = 1;
+                    displs[k] = n - 1 - k;
+                    got[k] = -1;
+                }
+                ct_check_rc(MPI_Gatherv(&mine, 1, MPI_INT, got, counts, displs, MPI_INT, 0, c), "MPI_Gatherv");
+                for (int k = 0; r == 0 && k < n; k++)
+                    if (got[n - 1 - k] != 100 * it + k)
+                        ct_fail("%s: MPI_Gatherv block of rank %d: got %d, expected %d", g_case, k, got[n - 1 - k],
+                                100 * it + k);
+            }
+        }
+        PMPI_Comm_free(&c);
+        if (g_fail > 20)
+            break;
+    }
+}
+
 /* ---- a user wildcard receive pending during collectives ---- */
 
 static void wildcard_irecv(void)
@@ -427,6 +476,7 @@ int main(int argc, char **argv)
     const char *s = getenv("CTEST_NCOMMS");
     int iters = s ? atoi(s) : (np <= 2 ? 2100 : 200);
     many_comms(iters);
+    same_calls_new_comms(iters / 10 + 6);
 
     return ct_finish(MPI_COMM_WORLD);
 }

@@ -49,8 +49,11 @@ static const char *host_crashes[] = {
     "MPI_Allreduce op=MPI_LAND on MPI_DOUBLE",
 #endif
 #if defined(OPEN_MPI)
-    /* Open MPI 4.1: segfaults in the reduction on NULL buffers */
+    /* Open MPI 4.1: segfaults in the reduction or the copy on NULL buffers */
     "MPI_Allreduce count>0 with NULL buffers",
+    "MPI_Bcast NULL buffer after a valid call",
+    "MPI_Reduce NULL send buffer after a valid call",
+    "MPI_Gatherv NULL send buffer after a valid call",
 #endif
     NULL};
 
@@ -173,6 +176,24 @@ int main(int argc, char **argv)
         ERRCASE("MPI_Gatherv sendtype=MPI_DATATYPE_NULL",
                 PMPI_Gatherv(sbuf, 1, MPI_DATATYPE_NULL, rbuf, counts, displs, MPI_INT, 0, c),
                 MPI_Gatherv(sbuf, 1, MPI_DATATYPE_NULL, rbuf, counts, displs, MPI_INT, 0, c));
+        /* The arguments of a valid call just made, but for a buffer: pcoll
+         * keeps the plan of a repeated call and must still check buffers. */
+        ct_set_case("valid calls before the repeated ones with NULL buffers");
+        ct_check_rc(MPI_Bcast(sbuf, 3, MPI_INT, 0, c), "MPI_Bcast");
+        ERRCASE("MPI_Bcast NULL buffer after a valid call", PMPI_Bcast(NULL, 3, MPI_INT, 0, c),
+                MPI_Bcast(NULL, 3, MPI_INT, 0, c));
+        ct_check_rc(MPI_Reduce(sbuf, rbuf, 3, MPI_INT, MPI_SUM, 0, c), "MPI_Reduce");
+        ERRCASE("MPI_Reduce NULL send buffer after a valid call", PMPI_Reduce(NULL, rbuf, 3, MPI_INT, MPI_SUM, 0, c),
+                MPI_Reduce(NULL, rbuf, 3, MPI_INT, MPI_SUM, 0, c));
+        ct_check_rc(MPI_Allreduce(sbuf, rbuf, 3, MPI_INT, MPI_SUM, c), "MPI_Allreduce");
+        ERRCASE("MPI_Allreduce aliased buffers after a valid call", PMPI_Allreduce(sbuf, sbuf, 3, MPI_INT, MPI_SUM, c),
+                MPI_Allreduce(sbuf, sbuf, 3, MPI_INT, MPI_SUM, c));
+        if (np <= 64) {
+            ct_check_rc(MPI_Gatherv(sbuf, 1, MPI_INT, rbuf, counts, displs, MPI_INT, 0, c), "MPI_Gatherv");
+            ERRCASE("MPI_Gatherv NULL send buffer after a valid call",
+                    PMPI_Gatherv(NULL, 1, MPI_INT, rbuf, counts, displs, MPI_INT, 0, c),
+                    MPI_Gatherv(NULL, 1, MPI_INT, rbuf, counts, displs, MPI_INT, 0, c));
+        }
         /* MPI_COMM_NULL (the error is raised on MPI_COMM_WORLD / SELF) */
         if (pass == 1) {
             ERRCASE("MPI_Allreduce comm=MPI_COMM_NULL", PMPI_Allreduce(sbuf, rbuf, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL),

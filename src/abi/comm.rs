@@ -85,11 +85,17 @@ thread_local! {
     static LAST: Cell<Option<(MPI_Comm, usize, u64)>> = const { Cell::new(None) };
 }
 
+/// The number of states deleted so far: a state found under one epoch is
+/// alive while the epoch stays the same.
+pub(super) fn epoch() -> u64 {
+    // Acquire: pairs with the release bump of a deletion, so a state
+    // cached under the current epoch was not deleted.
+    EPOCH.load(Ordering::Acquire)
+}
+
 /// pcoll's state for `comm` if it has one already.
 pub(super) fn lookup<'a>(comm: MPI_Comm) -> Option<&'a CommState> {
-    // Acquire: pairs with the release bump of a deletion, so a cached state
-    // of the current epoch was not deleted.
-    let epoch = EPOCH.load(Ordering::Acquire);
+    let epoch = epoch();
     if let Some((c, state, e)) = LAST.get() {
         if c == comm && e == epoch {
             // SAFETY: a live state (its epoch is current), see EPOCH.

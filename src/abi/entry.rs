@@ -4,6 +4,7 @@
 
 use super::comm::CommState;
 use super::handles::{self, Combine, TypeLayout};
+use super::prepared::{self, Key, Prepared};
 use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
 use super::window::Leaders;
@@ -98,6 +99,7 @@ pub(super) fn in_place() -> *const c_void {
 }
 
 /// A call pcoll runs itself: what it is and which algorithm runs it.
+#[derive(Clone)]
 pub(super) struct Planned {
     pub desc: CallDesc,
     pub algo: &'static Algorithm,
@@ -336,38 +338,94 @@ pub(super) fn reduction(
     root: Option<c_int>,
     comm: MPI_Comm,
 ) -> Outcome {
-    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+    let in_place = sendbuf == in_place();
+    let key = Key { comm, count, datatype, op: Some(op), root: root.map_or(-1, i64::from), in_place };
+    let prepared = match prepared::recall(rt, coll, &key) {
+        Some(prepared) => {
+            let desc = &prepared.call.desc;
+            if let Err(why) = reduction_buffers(desc.in_place, is_reduction_root(desc), sendbuf, recvbuf) {
+                return Forward(why);
+            }
+            prepared
+        }
+        None => match prepare_reduction(rt, key, comm, (sendbuf, recvbuf), (count, datatype, op, root)) {
+            Ok(prepared) => prepared,
+            Err(outcome) => return outcome,
+        },
+    };
+    let desc = &prepared.call.desc;
+    // SAFETY: MPI requires sendbuf (unless in place) and, at the root or in
+    // Allreduce, recvbuf to hold `count` elements of `datatype`, whose
+    // extent is `unit`; they do not alias (checked).
+    let (send, recv) = unsafe {
+        (
+            (!desc.in_place).then(|| std::slice::from_raw_parts(sendbuf.cast::<u8>(), desc.bytes)),
+            if is_reduction_root(desc) {
+                std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), desc.bytes)
+            } else {
+                &mut [][..]
+            },
+        )
+    };
+    let (state, call) = (prepared.state(), &prepared.call);
+    let combine = prepared.combine.as_ref().expect("a reduction has its operator");
+    Done(verify::reduction(rt, state.private, call, send, recv, (datatype, op, count), |send, recv| {
+        execute(rt, state, call, &GatherLayout::default(), send, recv, combine)
+    }))
+}
+
+/// Whether this rank receives the result.
+fn is_reduction_root(desc: &CallDesc) -> bool {
+    desc.coll == Coll::Allreduce || desc.rank == desc.root
+}
+
+/// The buffer checks of a reduction, which a remembered plan runs again.
+fn reduction_buffers(
+    in_place: bool,
+    is_root: bool,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+) -> Result<(), &'static str> {
+    if (!in_place && sendbuf.is_null()) || (is_root && recvbuf.is_null()) {
+        return Err("null buffer");
+    }
+    if is_root && sendbuf == recvbuf.cast_const() {
+        return Err("send and receive buffers alias");
+    }
+    Ok(())
+}
+
+/// Checks a reduction and plans it; `Err`: what the call does instead.
+fn prepare_reduction(
+    rt: &Runtime,
+    key: Key,
+    comm: MPI_Comm,
+    (sendbuf, recvbuf): (*const c_void, *mut c_void),
+    (count, datatype, op, root): (i64, MPI_Datatype, MPI_Op, Option<c_int>),
+) -> Result<Prepared, Outcome> {
+    let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
+    let Some((rank, size)) = comm_shape(comm) else { return Err(Forward("communicator")) };
     if count < 0 {
-        return Forward("negative count");
+        return Err(Forward("negative count"));
     }
     let root = match root {
         None => 0,
         Some(r) if r >= 0 && (r as usize) < size => r as usize,
-        Some(_) => return Forward("invalid root"),
+        Some(_) => return Err(Forward("invalid root")),
     };
-    let red = match handles::reduction(datatype, op) {
-        Ok(red) => red,
-        Err(why) => return Forward(why),
-    };
+    let red = handles::reduction(datatype, op).map_err(Forward)?;
     if count == 0 {
-        return Forward("empty");
+        return Err(Forward("empty"));
     }
+    let in_place = key.in_place;
     let is_root = coll == Coll::Allreduce || rank == root;
-    let in_place = sendbuf == in_place();
     if in_place && !is_root {
-        return Forward("MPI_IN_PLACE at a non-root rank");
+        return Err(Forward("MPI_IN_PLACE at a non-root rank"));
     }
-    let Some(bytes) = (count as usize).checked_mul(red.unit) else { return Forward("size overflow") };
-    if (!in_place && sendbuf.is_null()) || (is_root && recvbuf.is_null()) {
-        return Forward("null buffer");
-    }
-    if is_root && sendbuf == recvbuf.cast_const() {
-        return Forward("send and receive buffers alias");
-    }
-    let state = match comm::state(comm) {
-        Ok(state) => state,
-        Err(rc) => return Done(rc),
-    };
+    let Some(bytes) = (count as usize).checked_mul(red.unit) else { return Err(Forward("size overflow")) };
+    reduction_buffers(in_place, is_root, sendbuf, recvbuf).map_err(Forward)?;
+    let epoch = comm::epoch();
+    let state = comm::state(comm).map_err(Done)?;
     let desc = CallDesc {
         coll,
         rank,
@@ -379,22 +437,12 @@ pub(super) fn reduction(
         in_place,
         topo: state.topo(),
     };
-    let call = match plan(desc.clone(), rt.decide(&desc, Some(bytes))) {
-        Ok(call) => call,
-        Err(why) => return Forward(why),
-    };
-    // SAFETY: MPI requires sendbuf (unless in place) and, at the root or in
-    // Allreduce, recvbuf to hold `count` elements of `datatype`, whose
-    // extent is `unit`; they do not alias (checked above).
-    let (send, recv) = unsafe {
-        (
-            (!in_place).then(|| std::slice::from_raw_parts(sendbuf.cast::<u8>(), bytes)),
-            if is_root { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), bytes) } else { &mut [][..] },
-        )
-    };
-    Done(verify::reduction(rt, state.private, &call, send, recv, (datatype, op, count), |send, recv| {
-        execute(rt, state, &call, &GatherLayout::default(), send, recv, &red.combine)
-    }))
+    let call = plan(desc.clone(), rt.decide(&desc, Some(bytes))).map_err(Forward)?;
+    let prepared = Prepared::new(state, call, Some(red.combine));
+    if !handles::is_user_op(op) {
+        prepared::remember(rt, coll, key, epoch, &prepared);
+    }
+    Ok(prepared)
 }
 
 /// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
@@ -518,6 +566,16 @@ pub(super) fn bcast(
     root: c_int,
     comm: MPI_Comm,
 ) -> Outcome {
+    let key = Key { comm, count, datatype, op: None, root: root.into(), in_place: false };
+    if let Some(prepared) = prepared::recall(rt, Coll::Bcast, &key) {
+        // remembered for dense datatypes only
+        if buf.is_null() {
+            return Forward("null buffer");
+        }
+        // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
+        let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), prepared.call.desc.bytes) };
+        return Done(run_bcast(rt, &prepared, data, datatype, count));
+    }
     let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
     if count < 0 || !handles::is_usable_type(datatype) || root < 0 || root as usize >= size {
         return Forward("invalid argument");
@@ -531,6 +589,7 @@ pub(super) fn bcast(
         return Forward("null buffer");
     }
     let root = root as usize;
+    let epoch = comm::epoch();
     let state = match comm::state(comm) {
         Ok(state) => state,
         Err(rc) => return Done(rc),
@@ -550,23 +609,30 @@ pub(super) fn bcast(
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
-    let layout = GatherLayout::default();
-    let run = |data: &mut [u8]| {
-        verify::bcast(rt, state.private, &call, data, (datatype, ty.size, count), |data| {
-            execute(rt, state, &call, &layout, None, data, &NoReduction)
-        })
-    };
+    let prepared = Prepared::new(state, call, None);
     if ty.dense {
+        if handles::is_predefined_type(datatype) {
+            prepared::remember(rt, Coll::Bcast, key, epoch, &prepared);
+        }
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
-        return Done(run(data));
+        return Done(run_bcast(rt, &prepared, data, datatype, count));
     }
     let mut packed = if rank == root { pack(buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
-    let rc = run(&mut packed);
+    let rc = run_bcast(rt, &prepared, &mut packed, datatype, count);
     if rank != root && rc == MPI_SUCCESS as c_int {
         unpack(&packed, buf, count, datatype, &ty, comm);
     }
     Done(rc)
+}
+
+/// Runs a planned Bcast on `data` (`count` elements of `datatype`, packed).
+fn run_bcast(rt: &Runtime, prepared: &Prepared, data: &mut [u8], datatype: MPI_Datatype, count: i64) -> c_int {
+    let (state, call) = (prepared.state(), &prepared.call);
+    let type_size = data.len() / count as usize;
+    verify::bcast(rt, state.private, call, data, (datatype, type_size, count), |data| {
+        execute(rt, state, call, &GatherLayout::default(), None, data, &NoReduction)
+    })
 }
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 use super::comm;
 use super::entry::{comm_shape, execute, in_place, pack, plan, unpack, Outcome};
 use super::handles::{self, TypeLayout};
+use super::prepared::{self, Key, Prepared};
 use super::runtime::{self, Runtime};
 use super::transport::check;
 use super::verify::{self, GatherRoot};
@@ -174,6 +175,22 @@ fn agree(
     })
 }
 
+/// Runs a planned Gatherv: `layout` is what this rank knows of the
+/// blocks; the root's receive region and layout come with `at_root`.
+fn run_planned(
+    rt: &Runtime,
+    prepared: &Prepared,
+    send: Option<&[u8]>,
+    at_root: Option<GatherRoot<'_>>,
+    layout: &GatherLayout,
+) -> c_int {
+    let (state, call) = (prepared.state(), &prepared.call);
+    let layout = at_root.as_ref().map_or(layout, |r| r.layout);
+    verify::gatherv(rt, state.private, call, send, at_root, |recv| {
+        execute(rt, state, call, layout, send, recv, &NoReduction)
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     rt: &Runtime,
@@ -187,6 +204,17 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     root: c_int,
     comm: MPI_Comm,
 ) -> Outcome {
+    let key = Key { comm, count: sendcount, datatype: sendtype, op: None, root: root.into(), in_place: false };
+    if let Some(prepared) = prepared::recall(rt, Coll::Gatherv, &key) {
+        // remembered at non-roots only, for dense send types
+        let bytes = prepared.call.desc.bytes;
+        if sendbuf.is_null() && bytes > 0 {
+            return Forward("null buffer");
+        }
+        // SAFETY: a dense send buffer of `sendcount` elements is `bytes` contiguous bytes.
+        let send = unsafe { slice_or_empty(sendbuf, bytes) };
+        return Done(run_planned(rt, &prepared, Some(send), None, &GatherLayout::default()));
+    }
     let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
     if root < 0 || root as usize >= size {
         return Forward("invalid root");
@@ -223,6 +251,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
         return Forward("null buffer");
     }
+    let epoch = comm::epoch();
     let state = match comm::state(comm) {
         Ok(state) => state,
         Err(rc) => return Done(rc),
@@ -242,6 +271,9 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     // The decision, and the layout this rank builds its schedule from.
     let decide = |bytes| rt.decide(&desc, bytes);
     let everywhere = |d: &Decision| matches!(d, Decision::Run(a, ..) if a.layout_everywhere);
+    // Whether this rank decided alone, from what it will know again at the
+    // next call with the same arguments.
+    let mut alone = false;
     let (decision, layout) = if aggressive {
         let d = decide(known.map(|k| largest(&k.layout)));
         if known.is_none() && (everywhere(&d) || matches!(d, Decision::NeedsLayout)) {
@@ -255,7 +287,10 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     } else {
         match decide(None) {
             d @ Decision::Host(_) => (d, Cow::Owned(GatherLayout::default())),
-            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => (d, layout_or_none(known)),
+            d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => {
+                alone = true;
+                (d, layout_or_none(known))
+            }
             first => {
                 let mine = known.filter(|_| is_root).map(|k| {
                     let d = match first {
@@ -283,6 +318,10 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         Ok(call) => call,
         Err(why) => return Forward(why),
     };
+    let prepared = Prepared::new(state, call, None);
+    if alone && !is_root && send_ty.is_some_and(|t| t.dense) && handles::is_predefined_type(sendtype) {
+        prepared::remember(rt, Coll::Gatherv, key, epoch, &prepared);
+    }
 
     let packed_send;
     let send: Option<&[u8]> = match send_ty {
@@ -296,12 +335,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             Some(&packed_send)
         }
     };
-    let run = |at_root: Option<GatherRoot<'_>>| {
-        let layout = at_root.as_ref().map_or(&*layout, |r| r.layout);
-        verify::gatherv(rt, state.private, &call, send, at_root, |recv| {
-            execute(rt, state, &call, layout, send, recv, &NoReduction)
-        })
-    };
+    let run = |at_root| run_planned(rt, &prepared, send, at_root, &layout);
     let Some(plan) = known.filter(|_| is_root) else {
         return Done(run(None));
     };

@@ -54,6 +54,12 @@ pub(super) fn is_usable_type(datatype: MPI_Datatype) -> bool {
     }
 }
 
+/// Whether a (non-null) datatype is predefined: its handle never comes to
+/// mean another type.
+pub(super) fn is_predefined_type(datatype: MPI_Datatype) -> bool {
+    classify(datatype).0 != class::PCOLL_CLASS_DERIVED
+}
+
 /// A predefined datatype's class, representation and layout.
 type Predefined = (MPI_Datatype, class::Type, repr::Type, TypeLayout);
 
@@ -115,6 +121,7 @@ fn query_layout(datatype: MPI_Datatype) -> TypeLayout {
 }
 
 /// How a reduction combines two vectors.
+#[derive(Clone)]
 pub(super) enum Combine {
     /// A pcoll kernel.
     Native(Kernel),
@@ -155,6 +162,13 @@ impl Combiner for Combine {
             }
         }
     }
+}
+
+/// Whether `op` is a user-defined operator (its handle may come to mean
+/// another one once it is freed).
+pub(super) fn is_user_op(op: MPI_Op) -> bool {
+    // SAFETY: plain handle comparison in the shim.
+    (unsafe { shim::pcoll_op_code(op) } as opc::Type) == opc::PCOLL_OP_USER
 }
 
 /// What pcoll needs to run a reduction with this datatype and operator.

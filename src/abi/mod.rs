@@ -12,6 +12,7 @@ mod handles;
 #[cfg(pcoll_large_count)]
 mod large_count;
 mod node;
+mod prepared;
 mod runtime;
 mod transport;
 mod verify;
