@@ -23,6 +23,7 @@ use crate::select::{self, Decision};
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 use std::time::Instant;
@@ -174,6 +175,21 @@ thread_local! {
 /// Larger scratch buffers are freed after the call instead of kept.
 const MAX_KEPT_SCRATCH: usize = 64 << 20;
 
+/// Runs `f` with `bytes` of this thread's scratch buffer: a fresh large
+/// allocation per call costs a page fault per page. Taken out while in
+/// use, so a collective called from inside a user operator still works.
+fn with_scratch<R>(bytes: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let mut scratch = SCRATCH.take();
+    if scratch.len() < bytes {
+        scratch.resize(bytes, 0);
+    }
+    let result = f(&mut scratch[..bytes]);
+    if scratch.len() <= MAX_KEPT_SCRATCH {
+        SCRATCH.set(scratch);
+    }
+    result
+}
+
 /// Runs the decided algorithm: a schedule over the private duplicate of
 /// the user's communicator, or a node algorithm over the node's segment.
 pub(super) fn execute(
@@ -186,35 +202,29 @@ pub(super) fn execute(
     combiner: &dyn Combiner,
 ) -> c_int {
     let start = rt.stats.is_some().then(Instant::now);
-    // Reuse this thread's scratch buffer: a fresh large allocation per call
-    // costs a page fault per page. Taken out while in use, so a collective
-    // called from inside a user operator still works.
-    let mut scratch = SCRATCH.take();
     let rc = match call.algo.imp {
         Impl::Schedule(_) => {
             let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout);
-            if scratch.len() < sched.scratch_bytes {
-                scratch.resize(sched.scratch_bytes, 0);
-            }
-            let mut bufs = Buffers { send, recv, scratch: &mut scratch[..sched.scratch_bytes] };
-            match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
-                Ok(()) => MPI_SUCCESS as c_int,
-                Err(rc) => rc,
-            }
+            with_scratch(sched.scratch_bytes, |scratch| {
+                let mut bufs = Buffers { send, recv, scratch };
+                match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
+                    Ok(()) => MPI_SUCCESS as c_int,
+                    Err(rc) => rc,
+                }
+            })
+        }
+        // Only reductions use scratch on a node (for zero copy).
+        Impl::Node(_) | Impl::Hier(_) if call.desc.coll.is_reduction() => {
+            with_scratch(reduce::zero_copy_scratch(state.node.size), |scratch| {
+                run_on_node(rt, state, call, layout, Buffers { send, recv, scratch }, combiner);
+                MPI_SUCCESS as c_int
+            })
         }
         Impl::Node(_) | Impl::Hier(_) => {
-            let need = reduce::zero_copy_scratch(state.node.size);
-            if call.desc.coll.is_reduction() && scratch.len() < need {
-                scratch.resize(need, 0);
-            }
-            let bufs = Buffers { send, recv, scratch: &mut scratch };
-            run_on_node(rt, state, call, layout, bufs, combiner);
+            run_on_node(rt, state, call, layout, Buffers { send, recv, scratch: &mut [] }, combiner);
             MPI_SUCCESS as c_int
         }
     };
-    if scratch.len() <= MAX_KEPT_SCRATCH {
-        SCRATCH.set(scratch);
-    }
     if let (Some(stats), Some(start)) = (&rt.stats, start) {
         stats.lock().unwrap().record(call.desc.coll, call.algo, call.desc.bytes, start.elapsed().as_secs_f64());
     }
@@ -402,7 +412,7 @@ fn prepare_reduction(
     comm: MPI_Comm,
     (sendbuf, recvbuf): (*const c_void, *mut c_void),
     (count, datatype, op, root): (i64, MPI_Datatype, MPI_Op, Option<c_int>),
-) -> Result<Prepared, Outcome> {
+) -> Result<Rc<Prepared>, Outcome> {
     let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
     let Some((rank, size)) = comm_shape(comm) else { return Err(Forward("communicator")) };
     if count < 0 {

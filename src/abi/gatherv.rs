@@ -204,16 +204,39 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     root: c_int,
     comm: MPI_Comm,
 ) -> Outcome {
-    let key = Key { comm, count: sendcount, datatype: sendtype, op: None, root: root.into(), in_place: false };
+    let key = Key {
+        comm,
+        count: sendcount,
+        datatype: sendtype,
+        op: None,
+        root: root.into(),
+        in_place: sendbuf == in_place(),
+    };
     if let Some(prepared) = prepared::recall(rt, Coll::Gatherv, &key) {
-        // remembered at non-roots only, for dense send types
-        let bytes = prepared.call.desc.bytes;
-        if sendbuf.is_null() && bytes > 0 {
+        // remembered for dense send types (or none at an in-place root)
+        let desc = &prepared.call.desc;
+        if !desc.in_place && sendbuf.is_null() && desc.bytes > 0 {
             return Forward("null buffer");
         }
         // SAFETY: a dense send buffer of `sendcount` elements is `bytes` contiguous bytes.
-        let send = unsafe { slice_or_empty(sendbuf, bytes) };
-        return Done(run_planned(rt, &prepared, Some(send), None, &GatherLayout::default()));
+        let send = (!desc.in_place).then(|| unsafe { slice_or_empty(sendbuf, desc.bytes) });
+        if desc.rank != desc.root {
+            return Done(run_planned(rt, &prepared, send, None, &GatherLayout::default()));
+        }
+        if recvcounts.is_null() || displs.is_null() {
+            return Forward("null recvcounts or displs");
+        }
+        // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
+        let args = unsafe { blocks(recvcounts, displs, desc.size) };
+        let mut memo = TakenMemo(LAYOUT_MEMO.take());
+        let plan = match layout_of(args.clone(), recvtype, &mut memo.0) {
+            Ok(plan) => plan,
+            Err(why) => return Forward(why),
+        };
+        if let Err(why) = check_root_block(desc.in_place, desc.bytes, plan, desc.rank) {
+            return Forward(why);
+        }
+        return at_root(rt, &prepared, send, plan, args, (recvbuf, recvtype, comm));
     }
     let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
     if root < 0 || root as usize >= size {
@@ -245,8 +268,10 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         },
         None => None,
     };
-    if is_root && !in_place && known.is_some_and(|k| my_bytes > k.layout.blocks[rank].1) {
-        return Forward("root's send block larger than its receive block");
+    if let Some(plan) = known.filter(|_| is_root) {
+        if let Err(why) = check_root_block(in_place, my_bytes, plan, rank) {
+            return Forward(why);
+        }
     }
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
         return Forward("null buffer");
@@ -319,7 +344,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         Err(why) => return Forward(why),
     };
     let prepared = Prepared::new(state, call, None);
-    if alone && !is_root && send_ty.is_some_and(|t| t.dense) && handles::is_predefined_type(sendtype) {
+    if alone && send_ty.is_none_or(|t| t.dense && handles::is_predefined_type(sendtype)) {
         prepared::remember(rt, Coll::Gatherv, key, epoch, &prepared);
     }
 
@@ -335,25 +360,47 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             Some(&packed_send)
         }
     };
-    let run = |at_root| run_planned(rt, &prepared, send, at_root, &layout);
-    let Some(plan) = known.filter(|_| is_root) else {
-        return Done(run(None));
-    };
-    let at_root = |recv| GatherRoot { recv, layout: &plan.layout, recvtype, size: plan.ty.size };
+    match (known.filter(|_| is_root), args) {
+        (Some(plan), Some(args)) => at_root(rt, &prepared, send, plan, args, (recvbuf, recvtype, comm)),
+        _ => Done(run_planned(rt, &prepared, send, None, &layout)),
+    }
+}
+
+/// Forwards a root whose own block does not fit its receive block.
+fn check_root_block(in_place: bool, my_bytes: usize, plan: &Layout, root: usize) -> Result<(), &'static str> {
+    if !in_place && my_bytes > plan.layout.blocks[root].1 {
+        return Err("root's send block larger than its receive block");
+    }
+    Ok(())
+}
+
+/// The root's part of a planned Gatherv: the blocks go straight into
+/// `recvbuf` (a dense receive type), or into staging and are unpacked
+/// into place (`args`: each rank's count and displacement).
+fn at_root(
+    rt: &Runtime,
+    prepared: &Prepared,
+    send: Option<&[u8]>,
+    plan: &Layout,
+    args: impl Iterator<Item = (i64, i64)>,
+    (recvbuf, recvtype, comm): (*mut c_void, MPI_Datatype, MPI_Comm),
+) -> Outcome {
+    let desc = &prepared.call.desc;
+    let gather_root = |recv| GatherRoot { recv, layout: &plan.layout, recvtype, size: plan.ty.size };
+    let run = |recv| run_planned(rt, prepared, send, Some(gather_root(recv)), &plan.layout);
     if plan.ty.dense {
         // SAFETY: the blocks lie in the user's receive buffer, which spans
         // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
         let recv = unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>().offset(plan.base), plan.span) };
-        return Done(run(Some(at_root(recv))));
+        return Done(run(recv));
     }
     // A non-dense receive type: gather the signature bytes, then unpack each
     // block into place.
     let mut staging = vec![0u8; plan.span];
-    let rc = run(Some(at_root(&mut staging)));
+    let rc = run(&mut staging);
     if rc == MPI_SUCCESS as c_int {
-        let blocks = args.expect("the root has its arguments");
-        for (peer, ((count, displ), &(off, len))) in blocks.zip(&plan.layout.blocks).enumerate() {
-            if len > 0 && !(in_place && peer == root) {
+        for (peer, ((count, displ), &(off, len))) in args.zip(&plan.layout.blocks).enumerate() {
+            if len > 0 && !(desc.in_place && peer == desc.root) {
                 let dst = recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
                 unpack(&staging[off..off + len], dst.cast(), count, recvtype, &plan.ty, comm);
             }

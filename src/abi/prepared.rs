@@ -23,6 +23,7 @@ use crate::core::types::Coll;
 use crate::select::config::Choice;
 use mpi_sys::*;
 use std::cell::RefCell;
+use std::rc::Rc;
 
 /// What a call's plan depends on besides the communicator's state: the
 /// collective's arguments other than buffers (the root is -1 in an
@@ -38,8 +39,8 @@ pub(super) struct Key {
 }
 
 /// A planned call: the state of its communicator, the plan, and for a
-/// reduction how elements combine.
-#[derive(Clone)]
+/// reduction how elements combine. Shared with the thread's memory of it
+/// (a copy would cost more than the lookup).
 pub(super) struct Prepared {
     state: *const CommState,
     pub call: Planned,
@@ -47,8 +48,8 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(state: &CommState, call: Planned, combine: Option<Combine>) -> Prepared {
-        Prepared { state, call, combine }
+    pub fn new(state: &CommState, call: Planned, combine: Option<Combine>) -> Rc<Prepared> {
+        Rc::new(Prepared { state, call, combine })
     }
 
     pub fn state(&self) -> &CommState {
@@ -63,7 +64,7 @@ struct Entry {
     key: Key,
     epoch: u64,
     choice: *const Choice,
-    prepared: Prepared,
+    prepared: Rc<Prepared>,
 }
 
 thread_local! {
@@ -72,7 +73,7 @@ thread_local! {
 
 /// The plan of the thread's last `coll` call if it had this key and is
 /// still valid.
-pub(super) fn recall(rt: &Runtime, coll: Coll, key: &Key) -> Option<Prepared> {
+pub(super) fn recall(rt: &Runtime, coll: Coll, key: &Key) -> Option<Rc<Prepared>> {
     let epoch = comm::epoch();
     let choice: *const Choice = rt.choice(coll);
     LAST.with_borrow(|last| {
@@ -85,7 +86,7 @@ pub(super) fn recall(rt: &Runtime, coll: Coll, key: &Key) -> Option<Prepared> {
 
 /// Keeps `prepared`, planned under `epoch` (read before the communicator's
 /// state was looked up), for the next `coll` call with this key.
-pub(super) fn remember(rt: &Runtime, coll: Coll, key: Key, epoch: u64, prepared: &Prepared) {
+pub(super) fn remember(rt: &Runtime, coll: Coll, key: Key, epoch: u64, prepared: &Rc<Prepared>) {
     let choice = rt.choice(coll);
     LAST.with_borrow_mut(|last| {
         last[coll.index()] = Some(Entry { key, epoch, choice, prepared: prepared.clone() });
