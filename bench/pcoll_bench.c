@@ -16,10 +16,19 @@
  *     count so the point takes about --time seconds (clamped to
  *     [--min-iters, --max-iters]), unless --iters fixes it;
  *   - timed loop alternates pcoll and stock in pairs (the order inside a
- *     pair is a deterministic coin flip, to break period-2 aliasing), each
- *     call after its own PMPI_Barrier, timed with MPI_Wtime; every call uses a fresh
- *     buffer slot from arenas larger than twice the last-level cache, so
- *     the data is never cache-hot from the previous iteration;
+ *     pair is a deterministic coin flip, to break period-2 aliasing); every
+ *     call uses a fresh buffer slot from arenas larger than twice the
+ *     last-level cache, so the data is never cache-hot from the previous
+ *     iteration;
+ *   - every call starts on all ranks at once (--sync): with "window" (the
+ *     default when all ranks share one node and have a core each) rank 0
+ *     broadcasts an instant of the node's monotonic clock a few
+ *     microseconds ahead and every rank starts the call then, so no rank
+ *     starts late because of how the MPI's barrier releases it (MPICH's
+ *     and Open MPI's differ by tenths of a microsecond, which would be
+ *     charged to the call timed next); with "barrier" each rank starts
+ *     when it leaves a PMPI_Barrier.  A call's time runs from its start
+ *     to its return;
  *   - per iteration the time is the maximum over ranks (the collective is
  *     as slow as its slowest rank); we report the median (p10/p90 in CSV).
  * memcpy_us is the median time of one memcpy of the message size, done by
@@ -44,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { C_ALLREDUCE, C_REDUCE, C_BCAST, C_GATHERV, NCOLL };
@@ -73,6 +83,7 @@ struct opts {
     const char *label;     /* free text for the header / csv (e.g. "mpich") */
     size_t llc_bytes;      /* 0 = detect */
     int no_memcpy;
+    int sync;              /* SYNC_* */
     char *cand[MAX_CAND];  /* --candidates: pcoll choices timed against stock */
     int ncand;
 };
@@ -84,6 +95,41 @@ static set_alg_fn set_alg;
 static int rank, nranks;
 static int local_ranks = 1; /* ranks on rank 0's node */
 static MPI_Comm world;
+
+/* ------------------------------------------------------ starting together */
+
+enum { SYNC_AUTO, SYNC_WINDOW, SYNC_BARRIER };
+static int sync_window; /* the window method is in use (see the method above) */
+/* How far ahead of rank 0's clock reading a window starts: more than the
+ * broadcast of the instant takes to reach every rank. */
+#define WINDOW_LEAD 5e-6
+static long window_starts, late_starts; /* this rank's, and those it reached after the instant */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits until every rank may start the next timed call; returns the
+ * instant the call's time counts from. */
+static double start_together(void)
+{
+    if (!sync_window) {
+        PMPI_Barrier(world);
+        return now_s();
+    }
+    double at = rank == 0 ? now_s() + WINDOW_LEAD : 0;
+    PMPI_Bcast(&at, 1, MPI_DOUBLE, 0, world);
+    double t = now_s();
+    window_starts++;
+    if (t > at)
+        late_starts++;
+    while (t < at)
+        t = now_s();
+    return at;
+}
 
 /* rotating buffer arenas */
 static char *send_arena, *recv_arena;
@@ -141,6 +187,8 @@ static void usage(void)
         "  --warmup N        warm-up pairs per point (default 3)\n"
         "  --llc-mb N        last-level cache size to defeat (default: detected)\n"
         "  --no-memcpy       skip the memcpy reference column\n"
+        "  --sync window|barrier  how timed calls start on all ranks (default: window when\n"
+        "                    all ranks share one node and have a core each, else barrier)\n"
         "  --label TEXT      label for the header and CSV (e.g. mpich)\n"
         "  --candidates LIST with one collective in --colls: time the stock MPI and each\n"
         "                    pcoll choice in LIST (as PCOLL_<COLL> takes them, e.g.\n"
@@ -241,6 +289,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
             o->llc_bytes = (size_t)(atof(v) * 1024 * 1024);
         } else if (!strcmp(a, "--no-memcpy")) {
             o->no_memcpy = 1;
+        } else if (!strcmp(a, "--sync")) {
+            NEEDV();
+            if (!strcmp(v, "window"))
+                o->sync = SYNC_WINDOW;
+            else if (!strcmp(v, "barrier"))
+                o->sync = SYNC_BARRIER;
+            else
+                die("--sync takes window or barrier");
         } else if (!strcmp(a, "--candidates")) {
             NEEDV();
             char *dup = strdup(v), *save = NULL;
@@ -644,7 +700,7 @@ static struct stats bench_memcpy(const struct opts *o, size_t b, int *iters_out)
     PMPI_Barrier(world);
     t0 = MPI_Wtime();
     for (int w = 0; w < o->warmup; w++) {
-        PMPI_Barrier(world);
+        start_together();
         memcpy(rslot(c, b, slot_counter), sslot(c, b, slot_counter), b);
         slot_counter++;
     }
@@ -657,11 +713,10 @@ static struct stats bench_memcpy(const struct opts *o, size_t b, int *iters_out)
     for (int i = 0; i < iters; i++) {
         char *dst = rslot(c, b, slot_counter), *src = sslot(c, b, slot_counter);
         slot_counter++;
-        PMPI_Barrier(world);
-        double a = MPI_Wtime();
+        double a = start_together();
         memcpy(dst, src, b);
         __asm__ __volatile__("" ::: "memory");
-        t[i] = MPI_Wtime() - a;
+        t[i] = now_s() - a;
     }
     PMPI_Allreduce(MPI_IN_PLACE, t, iters, MPI_DOUBLE, MPI_MAX, world);
     struct stats s = stats_of(t, iters, 0, 1);
@@ -694,7 +749,7 @@ static struct point bench_point(const struct opts *o, int c, size_t b)
     for (int w = 0; w < o->warmup; w++) {
         for (int which = do_pcoll ? 1 : 0; which >= 0; which--) {
             size_t k = slot_counter++;
-            PMPI_Barrier(world);
+            start_together();
             run_coll(c, which, b, sslot(c, b, k), rslot(c, b, k));
         }
     }
@@ -717,10 +772,9 @@ static struct point bench_point(const struct opts *o, int c, size_t b)
                 continue;
             size_t k = slot_counter++;
             void *sb = sslot(c, b, k), *rb = rslot(c, b, k);
-            PMPI_Barrier(world);
-            double a = MPI_Wtime();
+            double a = start_together();
             run_coll(c, which, b, sb, rb);
-            t[2 * i + (which ? 0 : 1)] = MPI_Wtime() - a;
+            t[2 * i + (which ? 0 : 1)] = now_s() - a;
         }
         if ((i & 63) == 0)
             sample_load(); /* untimed; the other ranks wait in the barrier */
@@ -768,7 +822,7 @@ static struct cand_point bench_candidates(const struct opts *o, int c, size_t b)
                 continue;
             choose(c, o, v);
             size_t k = slot_counter++;
-            PMPI_Barrier(world);
+            start_together();
             run_coll(c, v > 0, b, sslot(c, b, k), rslot(c, b, k));
         }
     /* --time is per variant, as in the default mode's pairs */
@@ -795,10 +849,9 @@ static struct cand_point bench_candidates(const struct opts *o, int c, size_t b)
             choose(c, o, v);
             size_t k = slot_counter++;
             void *sb = sslot(c, b, k), *rb = rslot(c, b, k);
-            PMPI_Barrier(world);
-            double a = MPI_Wtime();
+            double a = start_together();
             run_coll(c, v > 0, b, sb, rb);
-            t[(size_t)i * (size_t)nv + (size_t)v] = MPI_Wtime() - a;
+            t[(size_t)i * (size_t)nv + (size_t)v] = now_s() - a;
         }
         if ((i & 63) == 0)
             sample_load();
@@ -842,6 +895,8 @@ int main(int argc, char **argv)
     PMPI_Bcast(&cores, 1, MPI_INT, 0, world);
     int oversub = local > cores;
     local_ranks = local;
+    /* one clock for all ranks, and a core each to wait on it */
+    sync_window = o.sync == SYNC_WINDOW || (o.sync == SYNC_AUTO && local == nranks && !oversub);
 
     /* arenas: each at least 2x the LLC, and at least three slots of the
      * largest footprint so every point rotates through >= 3 slots */
@@ -893,9 +948,10 @@ int main(int argc, char **argv)
         for (char **e = environ; *e; e++)
             if (!strncmp(*e, "PCOLL_", 6))
                 printf("#   env %s\n", *e);
-        printf("#   buffers rotate through %zu MiB send + %zu MiB recv per rank (LLC %zu MiB); %s\n",
+        printf("#   buffers rotate through %zu MiB send + %zu MiB recv per rank (LLC %zu MiB); %s; calls start %s\n",
                send_arena_sz >> 20, recv_arena_sz >> 20, llc >> 20,
-               o.iters ? "fixed iterations" : "adaptive iterations");
+               o.iters ? "fixed iterations" : "adaptive iterations",
+               sync_window ? "together (window)" : "after a barrier");
         if (oversub)
             printf("# OVERSUBSCRIBED (ranks > cores): timings measure the scheduler\n");
         if (!o.ncand)
@@ -1030,7 +1086,13 @@ int main(int argc, char **argv)
             }
         }
     }
+    long starts[2] = {window_starts, late_starts}, all_starts[2] = {0, 0};
+    PMPI_Reduce(starts, all_starts, 2, MPI_LONG, MPI_SUM, 0, world);
     if (rank == 0) {
+        if (sync_window)
+            printf("# %ld of %ld window starts found a rank past the instant (its time includes the delay)%s\n",
+                   all_starts[1], all_starts[0],
+                   all_starts[1] * 100 > all_starts[0] ? "  -- WARNING: more than 1%: rerun on a quiet machine" : "");
         printf("# ratio = stock/pcoll (>1: pcoll faster).  %d point(s) failed the check.  %.1f s%s\n",
                failures, MPI_Wtime() - t_start,
                oversub ? "  [OVERSUBSCRIBED (ranks > cores): timings measure the scheduler]" : "");

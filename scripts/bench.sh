@@ -342,6 +342,29 @@ summary() {
                     if (cnt[j, corder[c]]) printf " %s=%.2f", M[j], exp(lg[j, corder[c]] / cnt[j, corder[c]])
             }
             printf "\n"
+            if (nm > 1) {
+                # the bar: the faster stock MPI at each point, against pcoll on each host
+                printf "\n# against the faster stock MPI (ratio = faster stock / pcoll on that host)\n"
+                printf "%-10s %9s %12s %8s", "coll", "bytes", "best_stock", "from"
+                for (j = 1; j <= nm; j++) printf " %12s %7s", M[j] "_pcoll", "ratio"
+                printf "\n"
+                for (i = 1; i <= nk; i++) {
+                    k = order[i]; split(k, kk, SUBSEP); best = ""; from = ""
+                    for (j = 1; j <= nm; j++)
+                        if (((j, k) in st) && (best == "" || st[j, k] + 0 < best + 0)) { best = st[j, k]; from = M[j] }
+                    if (best == "") continue
+                    printf "%-10s %9s %12.2f %8s", kk[1], kk[2], best, from
+                    for (j = 1; j <= nm; j++) {
+                        if (!((j, k) in st) || ck[j, k] == "WRONG" || pc[j, k] + 0 <= 0) { printf " %12s %7s", "-", "-"; continue }
+                        r = best / pc[j, k]
+                        printf " %12.2f %7.2f", pc[j, k], r
+                        if (r < 1) slower++
+                        if (kk[2] + 0 >= 65536 && r < 1.5) short++
+                    }
+                    printf "\n"
+                }
+                printf "# against the faster stock MPI: %d point(s) below 1.00, %d point(s) from 64 KiB below 1.50\n", slower, short
+            }
             if (bad) printf "# %d point(s) where pcoll gave a WRONG result (not timed)\n", bad
             if (busy) printf "# WARNING: %d of %d points ran while other processes competed for the CPUs: rerun on a quiet machine\n", busy, npts
         }' "${files[@]}"
