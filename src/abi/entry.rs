@@ -244,7 +244,7 @@ fn run_on_node(
     let desc = &call.desc;
     let node = &state.node;
     let mapping = node.mapping.as_ref().expect("a node algorithm runs where the segment is");
-    let mut team_state = node.state.lock().unwrap();
+    let mut team_state = node.state.take();
     let mut team = Team {
         rank: node.rank,
         size: node.size,
