@@ -21,9 +21,10 @@
  *     last-level cache, so the data is never cache-hot from the previous
  *     iteration;
  *   - every call starts on all ranks at once (--sync): with "window" (the
- *     default when all ranks share one node and have a core each) rank 0
- *     broadcasts an instant of the node's monotonic clock a few
- *     microseconds ahead and every rank starts the call then, so no rank
+ *     default when all ranks share one node and have a core each) the
+ *     ranks agree (PMPI_Allreduce, maximum) on an instant of the node's
+ *     monotonic clock a few microseconds after the last of them arrived,
+ *     and every rank starts the call then, so no rank
  *     starts late because of how the MPI's barrier releases it (MPICH's
  *     and Open MPI's differ by tenths of a microsecond, which would be
  *     charged to the call timed next); with "barrier" each rank starts
@@ -100,8 +101,8 @@ static MPI_Comm world;
 
 enum { SYNC_AUTO, SYNC_WINDOW, SYNC_BARRIER };
 static int sync_window; /* the window method is in use (see the method above) */
-/* How far ahead of rank 0's clock reading a window starts: more than the
- * broadcast of the instant takes to reach every rank. */
+/* How far past the last rank's arrival a window starts: more than the
+ * agreement on the instant takes to release every rank. */
 #define WINDOW_LEAD 5e-6
 static long window_starts, late_starts; /* this rank's, and those it reached after the instant */
 
@@ -120,8 +121,11 @@ static double start_together(void)
         PMPI_Barrier(world);
         return now_s();
     }
-    double at = rank == 0 ? now_s() + WINDOW_LEAD : 0;
-    PMPI_Bcast(&at, 1, MPI_DOUBLE, 0, world);
+    /* the latest arrival, agreed by all: a broadcast would let its root run
+     * ahead into later windows, the others falling ever further behind */
+    double arrived = now_s(), at;
+    PMPI_Allreduce(&arrived, &at, 1, MPI_DOUBLE, MPI_MAX, world);
+    at += WINDOW_LEAD;
     double t = now_s();
     window_starts++;
     if (t > at)
