@@ -47,27 +47,37 @@ pub(super) fn entry(coll: Coll, run: impl FnOnce(&Runtime) -> Outcome, forward: 
         }
         match run(rt) {
             Done(rc) => rc,
-            Forward(why) => {
-                log::debug!("{coll}: host MPI ({why})");
-                // the clock only when someone keeps statistics
-                let start = rt.stats.is_some().then(Instant::now);
-                let rc = forward();
-                if let (Some(stats), Some(start)) = (&rt.stats, start) {
-                    stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
-                }
-                rc
-            }
+            Forward(why) => forward_to_host(rt, coll, why, forward),
         }
     }));
-    result.unwrap_or_else(|panic| {
-        let msg = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        // the collective is in an unknown state on this rank: stop the job
-        runtime::abort_job(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"))
-    })
+    result.unwrap_or_else(|panic| internal_error(coll, panic))
+}
+
+/// Hands a call to the host MPI, for `why` (out of line, like every path
+/// but pcoll's own calls, so that their code stays compact).
+#[inline(never)]
+fn forward_to_host(rt: &Runtime, coll: Coll, why: &'static str, forward: impl FnOnce() -> c_int) -> c_int {
+    log::debug!("{coll}: host MPI ({why})");
+    // the clock only when someone keeps statistics
+    let start = rt.stats.is_some().then(Instant::now);
+    let rc = forward();
+    if let (Some(stats), Some(start)) = (&rt.stats, start) {
+        stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
+    }
+    rc
+}
+
+/// A panic in pcoll: the collective is in an unknown state on this rank,
+/// so the job stops.
+#[cold]
+#[inline(never)]
+fn internal_error(coll: Coll, panic: Box<dyn std::any::Any + Send>) -> c_int {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    runtime::abort_job(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"))
 }
 
 /// (rank, size) of an intracommunicator of more than one rank; `None` for
@@ -203,16 +213,7 @@ pub(super) fn execute(
 ) -> c_int {
     let start = rt.stats.is_some().then(Instant::now);
     let rc = match call.algo.imp {
-        Impl::Schedule(_) => {
-            let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout);
-            with_scratch(sched.scratch_bytes, |scratch| {
-                let mut bufs = Buffers { send, recv, scratch };
-                match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
-                    Ok(()) => MPI_SUCCESS as c_int,
-                    Err(rc) => rc,
-                }
-            })
-        }
+        Impl::Schedule(_) => run_schedule(state, call, layout, send, recv, combiner),
         // Only reductions use scratch on a node (for zero copy).
         Impl::Node(_) | Impl::Hier(_) if call.desc.coll.is_reduction() => {
             with_scratch(reduce::zero_copy_scratch(state.node.size), |scratch| {
@@ -229,6 +230,27 @@ pub(super) fn execute(
         stats.lock().unwrap().record(call.desc.coll, call.algo, call.desc.bytes, start.elapsed().as_secs_f64());
     }
     rc
+}
+
+/// Runs a schedule over the private communicator (out of line: the node
+/// algorithms' calls stay compact).
+#[inline(never)]
+fn run_schedule(
+    state: &CommState,
+    call: &Planned,
+    layout: &GatherLayout,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    combiner: &dyn Combiner,
+) -> c_int {
+    let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout);
+    with_scratch(sched.scratch_bytes, |scratch| {
+        let mut bufs = Buffers { send, recv, scratch };
+        match exec::run(&sched, &mut bufs, &mut PmpiTransport::new(state.private), combiner) {
+            Ok(()) => MPI_SUCCESS as c_int,
+            Err(rc) => rc,
+        }
+    })
 }
 
 /// Runs a node algorithm or a composition on this rank's node (its check

@@ -195,6 +195,23 @@ pub(super) fn reduction(
     if rt.cfg.verify.is_none() {
         return run(send, recv);
     }
+    verified_reduction(rt, comm, call, send, recv, (datatype, op, count), run)
+}
+
+/// [`reduction`] under PCOLL_VERIFY; out of line, so that the code of a
+/// call without it stays compact.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn verified_reduction(
+    rt: &Runtime,
+    comm: MPI_Comm,
+    call: &Planned,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    (datatype, op, count): (MPI_Datatype, MPI_Op, i64),
+    run: impl FnOnce(Option<&[u8]>, &mut [u8]) -> c_int,
+) -> c_int {
     let input = send.unwrap_or(&*recv).to_vec();
     let rc = run(send, recv);
     if rc != MPI_SUCCESS as c_int {
@@ -240,6 +257,20 @@ pub(super) fn bcast(
     if rt.cfg.verify.is_none() {
         return run(data);
     }
+    verified_bcast(rt, comm, call, data, (datatype, size, count), run)
+}
+
+/// [`bcast`] under PCOLL_VERIFY (out of line, as [`verified_reduction`]).
+#[cold]
+#[inline(never)]
+fn verified_bcast(
+    rt: &Runtime,
+    comm: MPI_Comm,
+    call: &Planned,
+    data: &mut [u8],
+    (datatype, size, count): (MPI_Datatype, usize, i64),
+    run: impl FnOnce(&mut [u8]) -> c_int,
+) -> c_int {
     let d = &call.desc;
     let mut host = if d.is_root() { data.to_vec() } else { vec![0u8; data.len()] };
     let rc = run(data);
@@ -284,16 +315,30 @@ pub(super) fn gatherv(
     root_side: Option<GatherRoot<'_>>,
     run: impl FnOnce(&mut [u8]) -> c_int,
 ) -> c_int {
+    if rt.cfg.verify.is_none() {
+        return run(root_side.map_or(&mut [], |r| r.recv));
+    }
+    verified_gatherv(rt, comm, call, send, root_side, run)
+}
+
+/// [`gatherv`] under PCOLL_VERIFY (out of line, as [`verified_reduction`]).
+#[cold]
+#[inline(never)]
+fn verified_gatherv(
+    rt: &Runtime,
+    comm: MPI_Comm,
+    call: &Planned,
+    send: Option<&[u8]>,
+    root_side: Option<GatherRoot<'_>>,
+    run: impl FnOnce(&mut [u8]) -> c_int,
+) -> c_int {
     let Some(mut at_root) = root_side else {
         let rc = run(&mut []);
-        if rt.cfg.verify.is_some() && rc == MPI_SUCCESS as c_int {
+        if rc == MPI_SUCCESS as c_int {
             host_gatherv(call, send.unwrap_or(&[]), None, comm);
         }
         return rc;
     };
-    if rt.cfg.verify.is_none() {
-        return run(at_root.recv);
-    }
     // Under MPI_IN_PLACE the root's block is already in place: the host
     // gets a copy of it as the root's send buffer.
     let own = match send {
