@@ -110,7 +110,6 @@ pub(super) fn in_place() -> *const c_void {
 }
 
 /// A call pcoll runs itself: what it is and which algorithm runs it.
-#[derive(Clone)]
 pub(super) struct Planned {
     pub desc: CallDesc,
     pub algo: &'static Algorithm,
@@ -188,7 +187,11 @@ const MAX_KEPT_SCRATCH: usize = 64 << 20;
 /// Runs `f` with `bytes` of this thread's scratch buffer: a fresh large
 /// allocation per call costs a page fault per page. Taken out while in
 /// use, so a collective called from inside a user operator still works.
+/// A call that needs none does not touch it (a thread-local access less).
 fn with_scratch<R>(bytes: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    if bytes == 0 {
+        return f(&mut []);
+    }
     let mut scratch = SCRATCH.take();
     if scratch.len() < bytes {
         scratch.resize(bytes, 0);
@@ -214,16 +217,13 @@ pub(super) fn execute(
     let start = rt.stats.is_some().then(Instant::now);
     let rc = match call.algo.imp {
         Impl::Schedule(_) => run_schedule(state, call, layout, send, recv, combiner),
-        // Only reductions use scratch on a node (for zero copy).
-        Impl::Node(_) | Impl::Hier(_) if call.desc.coll.is_reduction() => {
-            with_scratch(reduce::zero_copy_scratch(state.node.size), |scratch| {
+        Impl::Node(_) | Impl::Hier(_) => {
+            // Only reductions use scratch on a node (for zero copy).
+            let need = if call.desc.coll.is_reduction() { reduce::zero_copy_scratch(state.node.size) } else { 0 };
+            with_scratch(need, |scratch| {
                 run_on_node(rt, state, call, layout, Buffers { send, recv, scratch }, combiner);
                 MPI_SUCCESS as c_int
             })
-        }
-        Impl::Node(_) | Impl::Hier(_) => {
-            run_on_node(rt, state, call, layout, Buffers { send, recv, scratch: &mut [] }, combiner);
-            MPI_SUCCESS as c_int
         }
     };
     if let (Some(stats), Some(start)) = (&rt.stats, start) {

@@ -121,7 +121,6 @@ fn query_layout(datatype: MPI_Datatype) -> TypeLayout {
 }
 
 /// How a reduction combines two vectors.
-#[derive(Clone)]
 pub(super) enum Combine {
     /// A pcoll kernel.
     Native(Kernel),
