@@ -8,7 +8,10 @@
 #    last line of its stdout is the library path),
 # 3. compiles bench/pcoll_bench.c with each MPI's mpicc,
 # 4. runs it at 2 ranks under each MPI with libpcoll.so preloaded, so every
-#    point times pcoll (MPI_*) and the host MPI (PMPI_*) side by side,
+#    point times pcoll (MPI_*) and the host MPI (PMPI_*) side by side; in
+#    --passes runs per MPI, the MPIs alternating, each pass with its share
+#    of --time, merged into one median per point (a drift of the machine
+#    during the script then reaches both MPIs alike),
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
 # 6. prints a combined table of both MPIs and, when matplotlib is there,
 #    draws bench/out/pcoll_bench-<ranks>.png;
@@ -39,6 +42,9 @@ DO_PLOT=1
 DO_KERNELS=0
 DO_ALGOS=0
 RUN_TIMEOUT=900
+PASSES=  # --passes; unset: 3, or 1 with --quick
+QUICK=0
+TIME_PER_POINT=  # --time, or --quick's; unset: pcoll_bench's default (1 s), split over the passes
 BENCH_ARGS=()
 OVER_ARGS=(--time 0.3 --max-iters 2000)
 
@@ -51,6 +57,7 @@ Options:
   --algorithms         time every algorithm (forced in turn) instead of pcoll's choice
   --over-ranks N       rank count for --oversubscribed (default 4)
   --ranks N            rank count of the main runs (default 2)
+  --passes N           runs per MPI of the main table, MPIs alternating (default 3; 1 with --quick)
   --mpi LIST           mpich,openmpi (default both)
   --quick              smoke test: sizes up to 64 KiB, 0.05 s per point
   --colls LIST         forwarded to the benchmark (allreduce,reduce,bcast,gatherv)
@@ -76,9 +83,11 @@ while [ $# -gt 0 ]; do
         --over-ranks) OVER_RANKS=$2; OVERSUB=1; shift ;;
         --ranks) RANKS=$2; shift ;;
         --mpi) MPIS=$2; shift ;;
-        --quick) BENCH_ARGS+=(--max-bytes 64K --time 0.05 --max-iters 300)
+        --quick) BENCH_ARGS+=(--max-bytes 64K --max-iters 300); TIME_PER_POINT=0.05; QUICK=1
                  OVER_ARGS=(--time 0.05 --max-iters 100) ;;
-        --colls|--max-bytes|--time|--iters|--min-bytes|--step|--sizes)
+        --passes) PASSES=$2; shift ;;
+        --time) TIME_PER_POINT=$2; shift ;;
+        --colls|--max-bytes|--iters|--min-bytes|--step|--sizes)
             BENCH_ARGS+=("$1" "$2"); shift ;;
         --no-setup) DO_SETUP=0 ;;
         --no-build) DO_BUILD=0 ;;
@@ -91,6 +100,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 
+[ -n "$PASSES" ] || PASSES=$((QUICK ? 1 : 3))
+[[ "$PASSES" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --passes takes a positive integer" >&2; exit 2; }
 T0=$(date +%s)
 say() { printf '\n==== %s\n' "$*"; }
 warn() { printf 'bench.sh: WARNING: %s\n' "$*" >&2; }
@@ -245,7 +256,7 @@ if [ "$DO_ALGOS" = 1 ]; then
                 [ -z "$want_colls" ] || [[ ",$want_colls," == *",$coll,"* ]] || continue
                 algs=$("$tool" algorithms | awk -v c="$coll" '$1 == c {printf "%s%s", sep, $2; sep = ","}')
                 say "$m, $n ranks, $coll: stock and every algorithm, interleaved"
-                run_one "$m" "$n" "algos-$m-$n-$coll" "${extra[@]}" "${BENCH_ARGS[@]}" --colls "$coll" \
+                run_one "$m" "$n" "algos-$m-$n-$coll" "${extra[@]}" ${TIME_PER_POINT:+--time "$TIME_PER_POINT"} "${BENCH_ARGS[@]}" --colls "$coll" \
                     --candidates "auto,$algs" || STATUS=1
             done
         done
@@ -257,15 +268,60 @@ if [ "$DO_ALGOS" = 1 ]; then
     exit "$STATUS"
 fi
 
+# merge_passes TAG N: TAG.csv from TAG.pass1..N.csv, per point the median
+# over passes of each time, the ratio of the medians, WRONG if any pass
+# was, the most other tasks seen, the iterations summed; TAG.txt holds the
+# passes' tables one after another.
+merge_passes() {
+    local tag=$1 n=$2 files=()
+    rm -f "$OUT/$tag.csv"
+    for ((k = 1; k <= n; k++)); do [ -s "$OUT/$tag.pass$k.csv" ] && files+=("$OUT/$tag.pass$k.csv"); done
+    for ((k = 1; k <= n; k++)); do cat "$OUT/$tag.pass$k.txt"; done >"$OUT/$tag.txt" 2>/dev/null
+    [ ${#files[@]} -gt 0 ] || return 1
+    awk -F, -v OFS=, '
+        function median(list,   v, m, i, j, t) {
+            m = split(list, v, " ")
+            for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+        }
+        FNR == 1 { if (!hdr) { hdr = $0; for (i = 1; i <= NF; i++) col[$i] = i; nf = NF }; next }
+        {
+            k = $col["coll"] SUBSEP $col["bytes"]
+            if (!(k in row)) { row[k] = $0; order[++nk] = k }
+            for (i = 1; i <= nf; i++) if ($i ~ /^[0-9.]+$/ && i != col["bytes"]) vals[k, i] = vals[k, i] " " $i
+            if ($col["check"] != "ok") bad[k] = $col["check"]
+            it[k] += $col["iters"]; if ($col["other_tasks"] + 0 > busy[k] + 0) busy[k] = $col["other_tasks"]
+        }
+        END {
+            print hdr
+            for (n = 1; n <= nk; n++) {
+                k = order[n]; split(row[k], f, ",")
+                for (i = 1; i <= nf; i++) if ((k, i) in vals) f[i] = median(vals[k, i])
+                f[col["iters"]] = it[k]; f[col["other_tasks"]] = busy[k]
+                if (k in bad) f[col["check"]] = bad[k]
+                s = f[col["stock_med_us"]] + 0; p = f[col["pcoll_med_us"]] + 0
+                f[col["ratio"]] = p > 0 ? sprintf("%.4f", s / p) : ""
+                line = f[1]; for (i = 2; i <= nf; i++) line = line OFS f[i]
+                print line
+            }
+        }' "${files[@]}" >"$OUT/$tag.csv"
+}
+
+pass_time=$(awk -v t="${TIME_PER_POINT:-1.0}" -v n="$PASSES" 'BEGIN { printf "%g", t / n }')
+for ((k = 1; k <= PASSES; k++)); do
+    for m in "${MPI_LIST[@]}"; do
+        say "$m, $RANKS ranks (main table, pass $k of $PASSES)"
+        run_one "$m" "$RANKS" "$m-$RANKS.pass$k" --time "$pass_time" "${BENCH_ARGS[@]}" || STATUS=1
+    done
+done
 for m in "${MPI_LIST[@]}"; do
-    say "$m, $RANKS ranks (main table)"
-    run_one "$m" "$RANKS" "$m-$RANKS" "${BENCH_ARGS[@]}" || STATUS=1
+    merge_passes "$m-$RANKS" "$PASSES" || STATUS=1
 done
 
 if [ "$OVERSUB" = 1 ]; then
     for m in "${MPI_LIST[@]}"; do
         say "$m, $OVER_RANKS ranks on $CORES cores -- OVERSUBSCRIBED, timings measure the scheduler"
-        run_one "$m" "$OVER_RANKS" "$m-$OVER_RANKS" "${OVER_ARGS[@]}" "${BENCH_ARGS[@]}" || STATUS=1
+        run_one "$m" "$OVER_RANKS" "$m-$OVER_RANKS" "${OVER_ARGS[@]}" ${TIME_PER_POINT:+--time "$TIME_PER_POINT"} "${BENCH_ARGS[@]}" || STATUS=1
     done
 fi
 
