@@ -70,7 +70,7 @@ impl Backoff {
         if !self.spun {
             let oversubscribed = !self.always_spin && OVERSUBSCRIBED.load(Ordering::Relaxed);
             self.polls = self.polls.wrapping_add(1);
-            if !oversubscribed && (self.polls % SPIN_POLLS != 0 || self.spin_time_left()) {
+            if !oversubscribed && (!self.polls.is_multiple_of(SPIN_POLLS) || self.spin_time_left()) {
                 std::hint::spin_loop();
                 return;
             }
