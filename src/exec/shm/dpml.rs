@@ -36,7 +36,9 @@
 //! per unit of time (the seed's reason for several leaders).
 
 use super::hier::{between_nodes_call, Part};
-use super::reduce::{fold, own_part, publish_vectors, slice, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK};
+use super::reduce::{
+    fold, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK,
+};
 use super::team::Team;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
@@ -88,8 +90,8 @@ fn zero_copy(
     let (me, q) = (team.rank, team.size);
     let s = publish_vectors(team, bufs);
     if me < l {
-        let (lo, hi) = slice(me, l, n / unit);
-        let (lo, hi) = (lo * unit, hi * unit);
+        let mine = slice_bytes(me, l, n, unit);
+        let (lo, hi) = (mine.start, mine.end);
         // Combine in sub-chunks.
         let sub = (SUB_CHUNK / unit).max(1) * unit;
         let (own, remote) = bufs.scratch.split_at_mut(sub);
@@ -135,11 +137,7 @@ fn copy_in(
     let mut off = 0;
     while off < n {
         let len = chunk.min(n - off);
-        let count = len / unit;
-        let bytes = |j: usize| {
-            let (lo, hi) = slice(j, l, count);
-            (lo * unit, hi * unit)
-        };
+        let bytes = |j: usize| slice_bytes(j, l, len, unit);
         let s = team.next_step();
         let input = bufs.send.unwrap_or(&*bufs.recv);
         team.put(s, &input[off..off + len]);
@@ -148,9 +146,9 @@ fn copy_in(
         if me < l {
             team.wait_all_ready(s);
             team.writable(t);
-            let (lo, hi) = bytes(me);
-            let out = &mut team.my_area_bytes(t, len)[lo..hi];
-            fold(q, |r| &team.area_bytes(r, s, len)[lo..hi], out, c);
+            let mine = bytes(me);
+            let out = &mut team.my_area_bytes(t, len)[mine.clone()];
+            fold(q, |r| &team.area_bytes(r, s, len)[mine.clone()], out, c);
             team.finish(s);
             between(out);
         } else {
@@ -159,8 +157,8 @@ fn copy_in(
         team.publish(t);
         for j in 0..l {
             team.wait_ready(j, t);
-            let (lo, hi) = bytes(j);
-            bufs.recv[off + lo..off + hi].copy_from_slice(&team.area_bytes(j, t, len)[lo..hi]);
+            let part = bytes(j);
+            bufs.recv[off + part.start..off + part.end].copy_from_slice(&team.area_bytes(j, t, len)[part]);
         }
         team.finish(t);
         off += len;

@@ -33,6 +33,8 @@
 //! `p` sub-chunks of scratch. Seed: 003 (data-partitioned reduction in
 //! shared memory, DPML's intra-node stage).
 
+use std::ops::Range;
+
 use super::team::Team;
 use crate::exec::{Buffers, Combiner};
 
@@ -69,6 +71,13 @@ pub(super) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
 /// Elements `lo..hi` of slice `i` when `count` elements are cut into `p`.
 pub(super) fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
     (i * count / p, (i + 1) * count / p)
+}
+
+/// Bytes of slice `i` when `len` bytes of `unit`-byte elements are cut
+/// into `p` (whole elements, as [`slice`] cuts them).
+pub(super) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<usize> {
+    let (lo, hi) = slice(i, p, len / unit);
+    lo * unit..hi * unit
 }
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
@@ -126,11 +135,7 @@ pub fn partition<C: Combiner + ?Sized>(
     let mut off = 0;
     while off < n {
         let len = chunk.min(n - off);
-        let count = len / unit;
-        let bytes = |j: usize| {
-            let (lo, hi) = slice(j, p, count);
-            lo * unit..hi * unit
-        };
+        let bytes = |j: usize| slice_bytes(j, p, len, unit);
         let mine = bytes(me);
         // Step 1: the slices the others combine into this rank's area. Its
         // own slice it combines straight from its send buffer; with
@@ -216,13 +221,13 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     // write the result where it belongs. Scratch: this rank's own part (a
     // copy with MPI_IN_PLACE, where it is also the output), a result
     // buffer, then one part per rank.
-    let (lo, hi) = slice(me, p, n / unit);
+    let mine = slice_bytes(me, p, n, unit);
     let sub = (SUB_CHUNK / unit).max(1) * unit;
     let (own, rest) = bufs.scratch.split_at_mut(sub);
     let (result, remote) = rest.split_at_mut(sub);
-    let mut at = lo * unit;
-    while at < hi * unit {
-        let len = sub.min(hi * unit - at);
+    let mut at = mine.start;
+    while at < mine.end {
+        let len = sub.min(mine.end - at);
         for r in (0..p).filter(|&r| r != me) {
             peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
         }

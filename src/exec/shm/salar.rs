@@ -50,7 +50,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::hier::Part;
-use super::reduce::{chunk_len, fold, slice, vector_len};
+use super::reduce::{chunk_len, fold, slice_bytes, vector_len};
 use super::team::Team;
 use crate::core::call::CallDesc;
 use crate::exec::{Buffers, Combiner};
@@ -265,8 +265,8 @@ impl Pipeline {
 
     /// Bytes `lo..hi` of part `j` of `parts` of a chunk of `len` bytes.
     fn part(&self, j: usize, parts: usize, len: usize) -> (usize, usize) {
-        let (lo, hi) = slice(j, parts, len / self.unit);
-        (lo * self.unit, hi * self.unit)
+        let bytes = slice_bytes(j, parts, len, self.unit);
+        (bytes.start, bytes.end)
     }
 
     /// The leader's side (local rank 0). Steps per chunk `i`: A_i (every
@@ -460,10 +460,8 @@ mod tests {
         for (chunk, nodes, unit) in [(64 << 10, 3, 8), (136, 5, 8), (100, 7, 4), (8, 9, 8)] {
             let w = WindowLayout::new(chunk, nodes, unit);
             // Every node's block of a chunk fits its gathered slot.
-            let count = chunk / unit;
             for k in 0..nodes {
-                let (lo, hi) = slice(k, nodes, count);
-                assert!((hi - lo) * unit <= w.block);
+                assert!(slice_bytes(k, nodes, chunk, unit).len() <= w.block);
             }
             assert!(w.gathered >= w.input + chunk);
             assert!(w.output >= w.gathered + nodes * w.block);
