@@ -32,6 +32,9 @@
  *     to its return;
  *   - per iteration the time is the maximum over ranks (the collective is
  *     as slow as its slowest rank); we report the median (p10/p90 in CSV).
+ * Each run first reports how node ranks 0 and 1 hand 32 KiB over through
+ * shared memory (probe_handoff): on a virtual machine this changes between
+ * runs, and large-message times with it.
  * memcpy_us is the median time of one memcpy of the message size, done by
  * all ranks at once (slowest rank), through the same rotating buffers: the
  * physical reference for moving that many bytes once.
@@ -729,6 +732,75 @@ static struct stats bench_memcpy(const struct opts *o, size_t b, int *iters_out)
     return s;
 }
 
+/* ---------------------------------------------------------- handoff probe */
+
+/* How the machine placed node ranks 0 and 1: 32 KiB handed from one to the
+ * other through shared memory, in rounds. Rank 0 writes the block with
+ * ordinary stores into lines rank 1 read the round before and raises a
+ * flag; rank 1 copies the block out and answers. Where the two cores share
+ * a cache the write takes a few microseconds; where they do not (another
+ * CCD or socket, or wherever a hypervisor put the vCPUs) every line must
+ * first be taken back from the reader, and it takes several times longer.
+ * Stock MPIs' large-message times move with this (runs differ by up to 2x
+ * on one VM), so each run reports it. Medians, microseconds. */
+#define HANDOFF_BYTES (32 << 10)
+#define HANDOFF_ROUNDS 400
+static void probe_handoff(MPI_Comm node, double out[2])
+{
+    int me, n;
+    PMPI_Comm_rank(node, &me);
+    PMPI_Comm_size(node, &n);
+    out[0] = out[1] = 0;
+    if (n < 2)
+        return;
+    /* the block, then a flag (rounds written) and an answer (rounds read),
+     * each on its own cache line */
+    MPI_Aint bytes = me == 0 ? HANDOFF_BYTES + 256 : 0;
+    char *base;
+    MPI_Win win;
+    if (PMPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node, &base, &win) != MPI_SUCCESS)
+        return;
+    MPI_Aint size;
+    int unit;
+    PMPI_Win_shared_query(win, 0, &size, &unit, &base);
+    long *flag = (long *)(base + HANDOFF_BYTES), *answer = (long *)(base + HANDOFF_BYTES + 128);
+    if (me == 0)
+        *flag = *answer = 0;
+    char *mine = malloc(HANDOFF_BYTES);
+    double *t = malloc(sizeof(double) * HANDOFF_ROUNDS);
+    memset(mine, me + 1, HANDOFF_BYTES);
+    PMPI_Barrier(node);
+    for (long k = 1; k <= HANDOFF_ROUNDS && me < 2; k++) {
+        double a;
+        if (me == 0) {
+            while (__atomic_load_n(answer, __ATOMIC_ACQUIRE) != k - 1)
+                ;
+            a = now_s();
+            memcpy(base, mine, HANDOFF_BYTES);
+            __asm__ __volatile__("" ::: "memory");
+            t[k - 1] = now_s() - a;
+            __atomic_store_n(flag, k, __ATOMIC_RELEASE);
+        } else {
+            while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != k)
+                ;
+            a = now_s();
+            memcpy(mine, base, HANDOFF_BYTES);
+            __asm__ __volatile__("" ::: "memory");
+            t[k - 1] = now_s() - a;
+            __atomic_store_n(answer, k, __ATOMIC_RELEASE);
+        }
+    }
+    double mine_med[2] = {0, 0};
+    if (me < 2) {
+        qsort(t, HANDOFF_ROUNDS, sizeof *t, cmp_double);
+        mine_med[me] = 1e6 * t[HANDOFF_ROUNDS / 2];
+    }
+    PMPI_Allreduce(mine_med, out, 2, MPI_DOUBLE, MPI_MAX, node);
+    free(t);
+    free(mine);
+    PMPI_Win_free(&win);
+}
+
 /* ------------------------------------------------------------------- main */
 
 struct point {
@@ -893,11 +965,15 @@ int main(int argc, char **argv)
     int local = 1;
     PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     PMPI_Comm_size(node, &local);
-    PMPI_Comm_free(&node);
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     PMPI_Bcast(&local, 1, MPI_INT, 0, world);
     PMPI_Bcast(&cores, 1, MPI_INT, 0, world);
     int oversub = local > cores;
+    /* spinning ranks 0 and 1 need a core each */
+    double handoff[2] = {0, 0};
+    if (!oversub)
+        probe_handoff(node, handoff);
+    PMPI_Comm_free(&node);
     local_ranks = local;
     /* one clock for all ranks, and a core each to wait on it */
     sync_window = o.sync == SYNC_WINDOW || (o.sync == SYNC_AUTO && local == nranks && !oversub);
@@ -956,6 +1032,10 @@ int main(int argc, char **argv)
                send_arena_sz >> 20, recv_arena_sz >> 20, llc >> 20,
                o.iters ? "fixed iterations" : "adaptive iterations",
                sync_window ? "together (window)" : "after a barrier");
+        if (handoff[0] > 0)
+            printf("# handoff: write %.2f us, read %.2f us (32 KiB from node rank 0 to 1 through lines rank 1 had"
+                   " read; a few us to write where the two cores share a cache)\n",
+                   handoff[0], handoff[1]);
         if (oversub)
             printf("# OVERSUBSCRIBED (ranks > cores): timings measure the scheduler\n");
         if (!o.ncand)
