@@ -769,32 +769,23 @@ static void probe_handoff(MPI_Comm node, double out[2])
     char *mine = malloc(HANDOFF_BYTES);
     double *t = malloc(sizeof(double) * HANDOFF_ROUNDS);
     memset(mine, me + 1, HANDOFF_BYTES);
+    /* rank 0 writes a round once rank 1 has answered the one before; rank 1
+     * reads it once flagged */
+    long *wait_on = me == 0 ? answer : flag, *notify = me == 0 ? flag : answer;
+    char *dst = me == 0 ? base : mine, *src = me == 0 ? mine : base;
     PMPI_Barrier(node);
     for (long k = 1; k <= HANDOFF_ROUNDS && me < 2; k++) {
-        double a;
-        if (me == 0) {
-            while (__atomic_load_n(answer, __ATOMIC_ACQUIRE) != k - 1)
-                ;
-            a = now_s();
-            memcpy(base, mine, HANDOFF_BYTES);
-            __asm__ __volatile__("" ::: "memory");
-            t[k - 1] = now_s() - a;
-            __atomic_store_n(flag, k, __ATOMIC_RELEASE);
-        } else {
-            while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != k)
-                ;
-            a = now_s();
-            memcpy(mine, base, HANDOFF_BYTES);
-            __asm__ __volatile__("" ::: "memory");
-            t[k - 1] = now_s() - a;
-            __atomic_store_n(answer, k, __ATOMIC_RELEASE);
-        }
+        while (__atomic_load_n(wait_on, __ATOMIC_ACQUIRE) != k - (me == 0))
+            ;
+        double a = now_s();
+        memcpy(dst, src, HANDOFF_BYTES);
+        __asm__ __volatile__("" ::: "memory");
+        t[k - 1] = now_s() - a;
+        __atomic_store_n(notify, k, __ATOMIC_RELEASE);
     }
     double mine_med[2] = {0, 0};
-    if (me < 2) {
-        qsort(t, HANDOFF_ROUNDS, sizeof *t, cmp_double);
-        mine_med[me] = 1e6 * t[HANDOFF_ROUNDS / 2];
-    }
+    if (me < 2)
+        mine_med[me] = stats_of(t, HANDOFF_ROUNDS, 0, 1).med;
     PMPI_Allreduce(mine_med, out, 2, MPI_DOUBLE, MPI_MAX, node);
     free(t);
     free(mine);
