@@ -31,6 +31,7 @@
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
+use super::prefetch;
 use super::team::Team;
 use crate::core::pattern::{kary_children, knomial_children};
 use crate::exec::wait::Backoff;
@@ -80,6 +81,8 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
             team.put(s, &data[off..off + len]);
             team.publish(s);
         } else {
+            // Misses on the chunk overlap the wait for the root.
+            prefetch::small(&data[off..off + len]);
             data[off..off + len].copy_from_slice(team.wait_data(root, s, len));
         }
         team.finish(s);
@@ -147,6 +150,8 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 index += 1;
             }
         } else {
+            // Misses on the message overlap the wait for the root.
+            prefetch::small(&data[sent..]);
             // Acquire: pairs with the root's release of the operation.
             Backoff::until(|| counters.op.load(Acquire) == op + 1);
             while index < (set + 1) * per_set && sent < data.len() {

@@ -7,6 +7,7 @@ pub mod bcast;
 pub mod dpml;
 pub mod gatherv;
 pub mod hier;
+pub mod prefetch;
 pub mod reduce;
 pub mod salar;
 pub mod segment;

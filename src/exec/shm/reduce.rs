@@ -35,6 +35,7 @@
 
 use std::ops::Range;
 
+use super::prefetch;
 use super::team::Team;
 use crate::exec::{Buffers, Combiner};
 
@@ -108,6 +109,13 @@ pub fn flat<C: Combiner + ?Sized>(
         }
         team.publish(s);
         if folds {
+            // Misses on the lines the fold touches overlap the wait for
+            // the others' data (those of a send buffer the copy-in read
+            // are in cache already).
+            prefetch::small(&bufs.recv[off..off + len]);
+            if !writes_area {
+                prefetch::small(bufs.send.map_or(&[][..], |send| &send[off..off + len]));
+            }
             team.wait_others_data(s, len);
             let part = |r: usize| match bufs.send {
                 Some(send) if r == me => &send[off..off + len],
