@@ -82,7 +82,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
             team.publish(s);
         } else {
             // Misses on the chunk overlap the wait for the root.
-            prefetch::small(&data[off..off + len]);
+            prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
             data[off..off + len].copy_from_slice(team.wait_data(root, s, len));
         }
         team.finish(s);
@@ -151,7 +151,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
             }
         } else {
             // Misses on the message overlap the wait for the root.
-            prefetch::small(&data[sent..]);
+            prefetch::small(&data[sent..], prefetch::LONG_WAIT);
             // Acquire: pairs with the root's release of the operation.
             Backoff::until(|| counters.op.load(Acquire) == op + 1);
             while index < (set + 1) * per_set && sent < data.len() {

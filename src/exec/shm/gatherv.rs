@@ -33,7 +33,6 @@
 //! Seed: 001's Gatherv within a node, where a single copy does what its
 //! message chains do over a network.
 
-use super::prefetch;
 use super::team::{PeerMemory, Team};
 use crate::core::call::GatherLayout;
 
@@ -102,8 +101,6 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let s = team.next_step();
     let t = team.next_step();
     if me == g.root {
-        // Misses on the receive buffer overlap the waits for the blocks.
-        prefetch::small(g.recv);
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
         // Only ranks with direct blocks wait for step s: without any, the
         // root leaves its flags alone (a reader of them would cost each
@@ -151,7 +148,6 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
     let rounds = if me == g.root {
         let largest = g.layout.blocks.iter().map(|b| b.1).max().unwrap_or(0);
         let rounds = largest.div_ceil(chunk).max(1);
-        prefetch::small(g.recv);
         team.writable(s);
         team.set_word(s, ROUNDS, rounds as u64);
         team.publish(s);

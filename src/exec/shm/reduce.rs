@@ -110,11 +110,16 @@ pub fn flat<C: Combiner + ?Sized>(
         team.publish(s);
         if folds {
             // Misses on the lines the fold touches overlap the wait for
-            // the others' data (those of a send buffer the copy-in read
-            // are in cache already).
-            prefetch::small(&bufs.recv[off..off + len]);
-            if !writes_area {
-                prefetch::small(bufs.send.map_or(&[][..], |send| &send[off..off + len]));
+            // the others' data.
+            match bufs.send {
+                // A Reduce root: the wait covers the others' copy-in.
+                Some(send) if !writes_area => {
+                    prefetch::small(&bufs.recv[off..off + len], prefetch::LONG_WAIT);
+                    prefetch::small(&send[off..off + len], prefetch::LONG_WAIT);
+                }
+                // The others copied in while this rank did; what it
+                // copied in is in cache already.
+                _ => prefetch::small(&bufs.recv[off..off + len], prefetch::SHORT_WAIT),
             }
             team.wait_others_data(s, len);
             let part = |r: usize| match bufs.send {
