@@ -124,6 +124,10 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
     };
     // Whole messages decide: fragments are smaller than the chunks.
     let stream = team.streams(data.len());
+    if me != root {
+        // Misses on the message overlap the wait for the root.
+        prefetch::small(data, prefetch::LONG_WAIT);
+    }
     let mut sent = 0;
     while sent < data.len() {
         let set = (team.state.queue_op % sets as u64) as usize;
@@ -150,8 +154,6 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 index += 1;
             }
         } else {
-            // Misses on the message overlap the wait for the root.
-            prefetch::small(&data[sent..], prefetch::LONG_WAIT);
             // Acquire: pairs with the root's release of the operation.
             Backoff::until(|| counters.op.load(Acquire) == op + 1);
             while index < (set + 1) * per_set && sent < data.len() {
