@@ -31,6 +31,7 @@
 //!
 //! Waiting spins, then yields, then naps ([`Backoff`]).
 
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use super::segment::{Segment, INLINE, PUBLISHED, SLOTS};
@@ -181,7 +182,7 @@ impl Team<'_> {
     }
 
     /// Waits until every rank is done with step `need`.
-    fn wait_done(&mut self, need: u64) {
+    pub fn wait_done(&mut self, need: u64) {
         if self.state.known_done >= need {
             return;
         }
@@ -210,6 +211,13 @@ impl Team<'_> {
         debug_assert!(i < PUBLISHED);
         // Relaxed: ordered by the release store of the following publish.
         self.seg.control(self.rank).words[s as usize % 2][i].store(value, Relaxed);
+    }
+
+    /// Rank `r`'s word `i` of step `s` as an atomic shared by several
+    /// ranks: set by `r` before its publish of `s`, then updated only by
+    /// read-modify-write operations of ranks that saw that publish.
+    pub fn shared_word(&self, r: usize, s: u64, i: usize) -> &AtomicU64 {
+        &self.seg.control(r).words[s as usize % 2][i]
     }
 
     /// Rank `r`'s word `i` of step `s` (after [`Team::wait_ready`] on `r`).

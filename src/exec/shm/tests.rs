@@ -334,6 +334,10 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                 };
                 jitter(&mut rng);
                 gatherv::run(team, &mut g, mode);
+                // Once it returns, a rank may reuse its block; the root
+                // must have everything it reads of it by then.
+                let mut block = block;
+                block.fill(0x5A);
                 if rank == root {
                     let mut want = vec![0xEE; extent];
                     for (r, &(o, l)) in layout.blocks.iter().enumerate() {
