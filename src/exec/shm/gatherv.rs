@@ -114,6 +114,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let direct = |len| goes_direct(mode, len, chunk);
     let s = team.next_step();
     let t = team.next_step();
+    // Whether the root reads part of this rank's block from its send buffer.
+    let mut root_reads = false;
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
         // Only ranks with direct blocks wait for step s: without any, the
@@ -154,23 +156,16 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         // Offer the block's pieces to the root, then write those it has
         // not taken, from the front.
         team.writable(s);
-        team.shared_word(me, s, CLAIMS).store(0, Relaxed);
+        let claims = team.shared_word(me, s, CLAIMS);
+        claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
         team.publish(s);
-        let claims = team.shared_word(me, s, CLAIMS);
         while let Some(piece) = claim(claims, pieces(len), End::Front) {
             let at = piece_bytes(piece, len);
             peers.write(g.root, to + at.start, &g.send[at]);
         }
         // Every piece is claimed now, so this count is final.
-        let root_reads = claims.load(Relaxed) & BACK != 0;
-        team.finish(t);
-        team.publish(t);
-        if root_reads {
-            // The root reads this rank's block until it is done with t.
-            team.wait_done(t);
-        }
-        return;
+        root_reads = claims.load(Relaxed) & BACK != 0;
     } else {
         team.put(s, g.send);
     }
@@ -179,6 +174,10 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     // rank's block is in its area or in place.
     team.finish(t);
     team.publish(t);
+    if root_reads {
+        // The root reads this rank's block until it is done with t.
+        team.wait_done(t);
+    }
 }
 
 /// Bytes of the pieces a direct block is cut into, each written by its

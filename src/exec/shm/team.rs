@@ -210,7 +210,7 @@ impl Team<'_> {
     pub fn set_word(&self, s: u64, i: usize, value: u64) {
         debug_assert!(i < PUBLISHED);
         // Relaxed: ordered by the release store of the following publish.
-        self.seg.control(self.rank).words[s as usize % 2][i].store(value, Relaxed);
+        self.shared_word(self.rank, s, i).store(value, Relaxed);
     }
 
     /// Rank `r`'s word `i` of step `s` as an atomic shared by several
@@ -223,7 +223,7 @@ impl Team<'_> {
     /// Rank `r`'s word `i` of step `s` (after [`Team::wait_ready`] on `r`).
     pub fn word(&self, r: usize, s: u64, i: usize) -> u64 {
         // Relaxed: ordered by the acquire in wait_ready.
-        self.seg.control(r).words[s as usize % 2][i].load(Relaxed)
+        self.shared_word(r, s, i).load(Relaxed)
     }
 
     /// Waits until rank `r` has published step `s`.
