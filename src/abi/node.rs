@@ -259,6 +259,7 @@ impl Node {
         let geo = Geometry {
             ranks: local_size,
             chunk: cfg.chunk,
+            allreduce_chunk: cfg.allreduce_chunk,
             slots: cfg.slots,
             slot_bytes: cfg.slot_bytes(),
             sets: cfg.sets.min(cfg.slots),
@@ -324,7 +325,7 @@ impl Node {
             topo,
             mapping,
             cma,
-            settings: NodeSettings { fragment: cfg.fragment, tree, stream_from: cfg.stream_from },
+            settings: NodeSettings { fragment: cfg.fragment, tree, stream_from: cfg.stream_from, adapt: cfg.adapt },
             state: CallState::default(),
         })
     }

@@ -96,8 +96,11 @@ pub struct ShmConfig {
     pub ranks_per_node: Option<usize>,
     /// PCOLL_LEADERS: DPML's leaders per node.
     pub leaders: Option<usize>,
-    /// PCOLL_SHM_CHUNK: bytes of each of a rank's two chunk areas.
+    /// PCOLL_SHM_CHUNK: bytes of the chunks moved through a rank's two
+    /// chunk areas; PCOLL_SHM_ALLREDUCE_CHUNK: a flat Allreduce's (the
+    /// areas hold the larger).
     pub chunk: usize,
+    pub allreduce_chunk: usize,
     /// PCOLL_SHM_SLOTS, PCOLL_SHM_FRAGMENT, PCOLL_SHM_SETS: seed 002's
     /// queue: slots per rank, fragment bytes (0: the paper's model per
     /// message, up to 16 KiB), sets.
@@ -110,6 +113,9 @@ pub struct ShmConfig {
     /// PCOLL_SHM_STREAM: copies into the segment of at least this many
     /// bytes bypass the writer's cache (0: never).
     pub stream_from: usize,
+    /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
+    /// stores of its copy-in by timing its calls.
+    pub adapt: bool,
 }
 
 impl Default for ShmConfig {
@@ -120,12 +126,14 @@ impl Default for ShmConfig {
             ranks_per_node: None,
             leaders: None,
             chunk: 64 << 10,
+            allreduce_chunk: 256 << 10,
             slots: 64,
             fragment: 0,
             sets: 2,
             tree: ShmTree::Kary,
             tree_k: 4,
             stream_from: crate::exec::shm::team::STREAM_FROM,
+            adapt: true,
         }
     }
 }
@@ -238,6 +246,8 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_TREE",
     "PCOLL_SHM_TREE_K",
     "PCOLL_SHM_STREAM",
+    "PCOLL_SHM_ALLREDUCE_CHUNK",
+    "PCOLL_SHM_ADAPT",
 ];
 
 impl Config {
@@ -289,6 +299,11 @@ impl Config {
                 "PCOLL_SHM_CHUNK" => {
                     cfg.shm.chunk = parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
                 }
+                "PCOLL_SHM_ALLREDUCE_CHUNK" => {
+                    cfg.shm.allreduce_chunk =
+                        parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
+                }
+                "PCOLL_SHM_ADAPT" => cfg.shm.adapt = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
                 "PCOLL_SHM_SLOTS" => {
                     cfg.shm.slots = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
                 }
@@ -462,6 +477,10 @@ mod tests {
         assert_eq!(cfg.shm.tree, ShmTree::Flat);
         assert_eq!(parse(&[]).unwrap().shm, ShmConfig::default());
         assert_eq!(parse(&[("PCOLL_SHM_STREAM", "0")]).unwrap().shm.stream_from, 0);
+        assert_eq!(parse(&[("PCOLL_SHM_ALLREDUCE_CHUNK", "1M")]).unwrap().shm.allreduce_chunk, 1 << 20);
+        assert!(!parse(&[("PCOLL_SHM_ADAPT", "0")]).unwrap().shm.adapt);
+        let err = parse(&[("PCOLL_SHM_ADAPT", "yes")]).unwrap_err().to_string();
+        assert!(err.contains("PCOLL_SHM_ADAPT"), "{err}");
         assert_eq!(parse(&[("PCOLL_SHM_STREAM", "4K")]).unwrap().shm.stream_from, 4096);
         let err = parse(&[("PCOLL_SHM_STREAM", "2G")]).unwrap_err().to_string();
         assert!(err.contains("PCOLL_SHM_STREAM"), "{err}");

@@ -11,6 +11,7 @@ pub mod prefetch;
 pub mod reduce;
 pub mod salar;
 pub mod segment;
+pub mod stores;
 pub mod stream;
 pub mod team;
 

@@ -4,6 +4,8 @@
 //!   chunks of the segment's chunk area) into its area and publishes; then
 //!   every rank (Allreduce) or the root (Reduce) combines all areas. One
 //!   synchronisation per chunk. Cost per chunk: `c + (p-1) t_flag + p c_γ`.
+//!   An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK) and picks
+//!   its copy-in stores by timing its calls ([`stores`]).
 //! - **partition** (seed 003's data partitioning, copy-in): every rank
 //!   copies into its area the slices the others combine (all but its own
 //!   slice `i`, which it reads from its send buffer), then combines slice
@@ -36,6 +38,7 @@
 use std::ops::Range;
 
 use super::prefetch;
+use super::stores::{self, Stopwatch, StoreChoice, Stores};
 use super::team::Team;
 use crate::exec::{Buffers, Combiner};
 
@@ -64,9 +67,14 @@ pub(super) fn vector_len(bufs: &Buffers<'_>) -> usize {
 }
 
 /// Bytes of the chunks the vector is cut into: whole elements that fit in
-/// a chunk area.
+/// a chunk.
 pub(super) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
-    (team.seg.geo.chunk / unit).max(1) * unit
+    whole_elements(team.seg.geo.chunk, unit)
+}
+
+/// The most bytes of whole `unit`-byte elements in `bytes` (at least one).
+fn whole_elements(bytes: usize, unit: usize) -> usize {
+    (bytes / unit).max(1) * unit
 }
 
 /// Elements `lo..hi` of slice `i` when `count` elements are cut into `p`.
@@ -82,7 +90,9 @@ pub(super) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<
 }
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
-/// root only.
+/// root only. An Allreduce moves wider chunks and, from
+/// [`stores::ADAPT_FROM`] bytes, copies in with the stores its timings
+/// favour ([`stores`]).
 pub fn flat<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
@@ -91,7 +101,13 @@ pub fn flat<C: Combiner + ?Sized>(
     combiner: &C,
 ) {
     let n = vector_len(bufs);
-    let chunk = chunk_len(team, unit);
+    let chunk = match root {
+        None => whole_elements(team.seg.geo.allreduce_chunk, unit),
+        Some(_) => chunk_len(team, unit),
+    };
+    let adapts = root.is_none() && team.settings.adapt && n >= stores::ADAPT_FROM && team.streams(chunk.min(n));
+    let pick = adapts.then(|| team.state.stores.pick(n));
+    let mut stopwatch = Stopwatch::new(adapts);
     let me = team.rank;
     let folds = root.is_none_or(|r| r == me);
     // A rank that folds reads its own part from its send buffer, where the
@@ -104,8 +120,11 @@ pub fn flat<C: Combiner + ?Sized>(
         let len = chunk.min(n - off);
         let s = team.next_step();
         if writes_area {
-            let input = bufs.send.unwrap_or(&*bufs.recv);
-            team.put(s, &input[off..off + len]);
+            let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
+            match pick {
+                Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.stores == Stores::Streaming)),
+                None => team.put(s, input),
+            }
         }
         team.publish(s);
         if folds {
@@ -126,10 +145,19 @@ pub fn flat<C: Combiner + ?Sized>(
                 Some(send) if r == me => &send[off..off + len],
                 _ => team.area_bytes(r, s, len),
             };
-            fold(team.size, part, &mut bufs.recv[off..off + len], combiner);
+            stopwatch.time(|| fold(team.size, part, &mut bufs.recv[off..off + len], combiner));
         }
         team.finish(s);
         off += len;
+    }
+    if let Some(pick) = pick {
+        if let Some((stores, [streaming, ordinary])) = team.state.stores.record(pick, n, stopwatch.total) {
+            log::debug!(
+                "shm_flat Allreduce of {} B and more: copies in with {stores} stores now \
+                 ({streaming:.3} ns/B streaming, {ordinary:.3} ordinary)",
+                StoreChoice::class_bytes(&pick)
+            );
+        }
     }
 }
 

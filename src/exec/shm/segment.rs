@@ -35,8 +35,12 @@ const fn round_up(n: usize, to: usize) -> usize {
 pub struct Geometry {
     /// Ranks on the node.
     pub ranks: usize,
-    /// Bytes of each of the two chunk areas per rank.
+    /// Bytes of the chunks most algorithms move through a chunk area.
     pub chunk: usize,
+    /// Bytes of the chunks a flat Allreduce moves (fewer handoffs, and
+    /// room for ordinary stores to pay, [`super::stores`]); the two chunk
+    /// areas per rank hold the larger of the two.
+    pub allreduce_chunk: usize,
     /// Broadcast queue: slots per rank and bytes per slot.
     pub slots: usize,
     pub slot_bytes: usize,
@@ -104,8 +108,13 @@ impl Geometry {
         round_up(std::mem::size_of::<Control>() + self.slots * LINE, PAGE)
     }
 
+    /// Bytes a chunk area holds.
+    pub fn area(&self) -> usize {
+        self.chunk.max(self.allreduce_chunk)
+    }
+
     fn chunk_bytes(&self) -> usize {
-        round_up(self.chunk, PAGE)
+        round_up(self.area(), PAGE)
     }
 
     /// Bytes of one rank's block.
@@ -215,14 +224,14 @@ mod tests {
 
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
-        let geo = Geometry { ranks: 3, chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
+        let geo = Geometry { ranks: 3, chunk: 4096, allreduce_chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
         assert_eq!(std::mem::size_of::<Control>(), (3 + SLOTS) * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);
             assert!(geo.fragment_controls(r) + 64 * LINE <= geo.chunk_area(r, 0));
-            assert!(geo.chunk_area(r, 0) + geo.chunk <= geo.chunk_area(r, 1));
-            assert!(geo.chunk_area(r, 1) + geo.chunk <= geo.queue_slot(r, 0));
+            assert!(geo.chunk_area(r, 0) + geo.allreduce_chunk <= geo.chunk_area(r, 1));
+            assert!(geo.chunk_area(r, 1) + geo.allreduce_chunk <= geo.queue_slot(r, 0));
             assert!(geo.queue_slot(r, 63) + 8192 <= geo.block(r) + geo.block_bytes());
         }
         assert_eq!(geo.total_bytes(), geo.block(2) + geo.block_bytes());

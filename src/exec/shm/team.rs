@@ -35,6 +35,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use super::segment::{Segment, INLINE, PUBLISHED, SLOTS};
+use super::stores::StoreChoice;
 use crate::exec::wait::Backoff;
 
 /// Copies between this process and a peer's address space (Linux cross
@@ -55,17 +56,21 @@ pub struct TeamState {
     pub known_done: u64,
     /// Seed 002's count of queue sets used (the same on every rank).
     pub queue_op: u64,
+    /// Flat Allreduce's timings of its copy-in stores.
+    pub stores: StoreChoice,
 }
 
 /// Settings of the node layer: the queue broadcast's (seed 002) fragment
-/// bytes (0: the paper's model) and notification tree, and the size from
+/// bytes (0: the paper's model) and notification tree, the size from
 /// which copies into the segment stream past the cache ([`super::stream`];
-/// 0: never).
+/// 0: never), and whether a flat Allreduce picks its copy-in stores by
+/// timing ([`super::stores`]).
 #[derive(Clone, Copy, Debug)]
 pub struct NodeSettings {
     pub fragment: usize,
     pub tree: super::bcast::Tree,
     pub stream_from: usize,
+    pub adapt: bool,
 }
 
 impl Default for NodeSettings {
@@ -73,7 +78,7 @@ impl Default for NodeSettings {
     /// tests run both copies.
     fn default() -> Self {
         let stream_from = if cfg!(test) { 100 } else { STREAM_FROM };
-        NodeSettings { fragment: 0, tree: super::bcast::Tree::Kary(4), stream_from }
+        NodeSettings { fragment: 0, tree: super::bcast::Tree::Kary(4), stream_from, adapt: true }
     }
 }
 
@@ -103,7 +108,7 @@ impl Team<'_> {
     /// they fit, else its chunk area. A function of the length, which
     /// writer and readers share.
     fn data(&self, r: usize, s: u64, len: usize) -> *mut u8 {
-        assert!(len <= self.seg.geo.chunk, "{len} bytes do not fit a chunk area");
+        assert!(len <= self.seg.geo.area(), "{len} bytes do not fit a chunk area");
         if len <= INLINE {
             self.seg.slot(r, s).data.as_ptr() as *mut u8
         } else {
@@ -131,6 +136,11 @@ impl Team<'_> {
     /// the place any more, to be published (a slot's data is visible to
     /// [`Team::wait_data`] at once).
     pub fn put(&mut self, s: u64, src: &[u8]) {
+        self.put_stored(s, src, self.streams(src.len()));
+    }
+
+    /// [`Team::put`] with the stores of a copy into the chunk area given.
+    pub fn put_stored(&mut self, s: u64, src: &[u8], stream: bool) {
         if src.len() <= INLINE {
             self.wait_done(s.saturating_sub(SLOTS as u64));
             self.my_area_bytes(s, src.len()).copy_from_slice(src);
@@ -138,7 +148,7 @@ impl Team<'_> {
             self.seg.slot(self.rank, s).step.store(s, Release);
         } else {
             self.writable(s);
-            super::stream::copy_in(self.my_area_bytes(s, src.len()), src, self.streams(src.len()));
+            super::stream::copy_in(self.my_area_bytes(s, src.len()), src, stream);
         }
     }
 

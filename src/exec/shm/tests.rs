@@ -91,7 +91,8 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
 
 /// Small areas, so that chunk loops run in the tests (but room for the
 /// zero-copy Gatherv layout of 8 ranks).
-pub(super) const TEST_GEO: Geometry = Geometry { ranks: 0, chunk: 136, slots: 8, slot_bytes: 40, sets: 2 };
+pub(super) const TEST_GEO: Geometry =
+    Geometry { ranks: 0, chunk: 136, allreduce_chunk: 264, slots: 8, slot_bytes: 40, sets: 2 };
 
 /// Elements are `(lo, hi)` pairs of u32; `a ∘ b` is `(a.lo, b.hi)` when
 /// `a.hi + 1 == b.lo`, and poison otherwise: only every contribution once,
@@ -181,6 +182,42 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
                             "p={p} rank={rank} call={call} {algo:?} root={root:?} in_place={in_place} count={count} element {j}"
                         );
                     }
+                }
+            }
+        });
+    }
+}
+
+/// Flat Allreduce from [`super::stores::ADAPT_FROM`] bytes, long enough
+/// for the warm-up, both trial calls and an exploring one, with ranks that
+/// drift apart (so their timings, and maybe their choices, differ): exact
+/// whichever stores each rank copies in with. Each call's elements are
+/// new, so data left over from an earlier call would show.
+#[test]
+fn adaptive_flat_allreduce_is_exact_with_either_stores() {
+    use super::stores::{ADAPT_FROM, EXPLORE};
+    let count = ADAPT_FROM / 8 * 3 + 5;
+    assert!(count * 8 > 2 * TEST_GEO.allreduce_chunk, "several chunks");
+    for p in [2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            assert!(team.settings.adapt);
+            let op = Interval { combined: AtomicU64::new(0) };
+            let mut rng = Rng(p as u64 * 131 + rank as u64);
+            for call in 0..EXPLORE as usize + 8 {
+                let first = call * count;
+                let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
+                let in_place = call % 5 == 4;
+                let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
+                let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
+                jitter(&mut rng);
+                reduce::flat(team, &mut bufs, 8, None, &op);
+                for (j, e) in recv.chunks_exact(8).enumerate() {
+                    let got = u64::from_le_bytes(e.try_into().unwrap());
+                    assert_eq!(
+                        got,
+                        expected(p, first + j),
+                        "p={p} rank={rank} call={call} in_place={in_place} element {j}"
+                    );
                 }
             }
         });
