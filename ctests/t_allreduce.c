@@ -60,6 +60,10 @@ int main(int argc, char **argv)
     core("MPI_SHORT_INT", O_MAXLOC, 7, 0);
     core("MPI_LONG_DOUBLE_INT", O_MINLOC, 1001, 1);
     core("MPI_2INT", O_MAXLOC, 65537, 0);
+    /* One size class again and again: shm_flat's adaptive copy-in
+     * (PCOLL_SHM_ADAPT) uses ordinary stores from a class's third call. */
+    for (int rep = 0; rep < 4; rep++)
+        core("MPI_DOUBLE", O_SUM, 40000 + rep, rep & 1);
     if (g_big) {
         core("MPI_INT", O_SUM, 2L * 1024 * 1024, 0);    /* 8 MiB */
         core("MPI_DOUBLE", O_SUM, 1024L * 1024 + 3, 1); /* 8 MiB + 24 B, in place */
