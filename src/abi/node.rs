@@ -331,9 +331,14 @@ impl Node {
     }
 
     /// Frees the node communicator and unmaps the segment; MPI must still
-    /// be running.
+    /// be running. Logs the store choices once: MPI may delete the
+    /// attribute of a communicator that MPI_Finalize released already.
     pub(super) fn release(&mut self) {
-        self.mapping = None;
+        if self.mapping.take().is_some() {
+            for line in self.state.take().stores.summary() {
+                log::info!("node layer, shm_flat Allreduce copy-in: {line}");
+            }
+        }
         comm::free_comm(&mut self.comm);
     }
 }

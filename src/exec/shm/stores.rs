@@ -152,6 +152,22 @@ impl StoreChoice {
     pub fn class_bytes(pick: &Pick) -> usize {
         ADAPT_FROM << pick.class
     }
+
+    /// One line per class that has chosen: its vectors, calls, the kind in
+    /// use and both estimates (for the log when the communicator goes).
+    pub fn summary(&self) -> Vec<String> {
+        (self.classes.iter().enumerate())
+            .filter_map(|(i, c)| {
+                let kind = c.preferred()?;
+                let [streaming, ordinary] = c.cost.map(|cost| cost.unwrap_or(f64::NAN));
+                Some(format!(
+                    "vectors from {} B: {} calls, {kind} stores ({streaming:.3} ns/B streaming, {ordinary:.3} ordinary)",
+                    ADAPT_FROM << i,
+                    c.calls
+                ))
+            })
+            .collect()
+    }
 }
 
 /// Adds up the time of the parts of a call it is asked to time; does
@@ -269,6 +285,21 @@ mod tests {
             .collect();
         assert_eq!(changes.len(), 1, "{changes:?}");
         assert_eq!(changes[0].0, Stores::Ordinary);
+    }
+
+    #[test]
+    fn the_summary_names_each_class_that_has_chosen() {
+        let mut choice = StoreChoice::default();
+        assert!(choice.summary().is_empty());
+        run(&mut choice, 4 * ADAPT_FROM, 5, |s, _| if s == Stores::Ordinary { 0.25 } else { 0.5 });
+        run(&mut choice, ADAPT_FROM, 2, |_, _| 1.0);
+        let lines = choice.summary();
+        assert_eq!(lines.len(), 1, "only the class with both estimates: {lines:?}");
+        let want = format!(
+            "vectors from {} B: 5 calls, ordinary stores (0.500 ns/B streaming, 0.250 ordinary)",
+            4 * ADAPT_FROM
+        );
+        assert_eq!(lines[0], want);
     }
 
     #[test]
