@@ -103,6 +103,11 @@ struct Class {
 }
 
 impl Class {
+    /// Both estimates, streaming then ordinary; NaN where unknown.
+    fn estimates(&self) -> [f64; 2] {
+        self.cost.map(|cost| cost.unwrap_or(f64::NAN))
+    }
+
     /// The kind of the lower estimate, once both are known.
     fn preferred(&self) -> Option<Stores> {
         match self.cost {
@@ -149,7 +154,7 @@ impl StoreChoice {
             _ => Some(sample),
         };
         let after = c.preferred()?;
-        (before != Some(after)).then(|| (after, c.cost.map(|cost| cost.unwrap_or(f64::NAN))))
+        (before != Some(after)).then(|| (after, c.estimates()))
     }
 
     /// The vector bytes of `pick`'s class, for logs: its lower bound.
@@ -163,7 +168,7 @@ impl StoreChoice {
         (self.classes.iter().enumerate())
             .filter_map(|(i, c)| {
                 let kind = c.preferred()?;
-                let [streaming, ordinary] = c.cost.map(|cost| cost.unwrap_or(f64::NAN));
+                let [streaming, ordinary] = c.estimates();
                 Some(format!(
                     "vectors from {} B: {} calls, {kind} stores ({streaming:.3} ns/B streaming, {ordinary:.3} ordinary)",
                     ADAPT_FROM << i,
