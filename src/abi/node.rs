@@ -226,7 +226,8 @@ impl Node {
         let (_, on_this_host) = rank_size(node_comm);
         // SAFETY: sysconf has no preconditions.
         let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        if cores > 0 && on_this_host > cores as usize {
+        let oversubscribed = cores > 0 && on_this_host > cores as usize;
+        if oversubscribed {
             crate::exec::wait::set_oversubscribed();
         }
         if let Some(per_node) = cfg.ranks_per_node {
@@ -325,7 +326,13 @@ impl Node {
             topo,
             mapping,
             cma,
-            settings: NodeSettings { fragment: cfg.fragment, tree, stream_from: cfg.stream_from, adapt: cfg.adapt },
+            settings: NodeSettings {
+                fragment: cfg.fragment,
+                tree,
+                stream_from: cfg.stream_from,
+                adapt: cfg.adapt,
+                oversubscribed,
+            },
             state: CallState::default(),
         })
     }

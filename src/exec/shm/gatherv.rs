@@ -10,8 +10,8 @@
 //!   root's receive buffer, written by its owner once the root has
 //!   published the buffer's address and the layout; all such blocks move
 //!   at once, each by its owner (pulling everything would make the root
-//!   the hot spot). In the auto mode the block's last `1/p` (at most an
-//!   area) goes through its owner's area instead, copied in before the
+//!   the hot spot). In the auto mode, unless ranks outnumber cores, the
+//!   block's last `1/p` (at most an area) goes through its owner's area, copied in before the
 //!   owner publishes and out by the root once its own block is in place
 //!   ([`through_segment`]). The root then helps with the rest: it is cut
 //!   into [`PIECE`]s, the owner writes them from the front and the root
@@ -122,10 +122,14 @@ fn goes_direct(mode: Mode, len: usize, chunk: usize) -> bool {
 /// copy (2 ranks, 128 KiB blocks: the owner's 64 KiB through the area
 /// 4.4 us, the root's copy out 6.9 us, against 15.5 us for the other 64
 /// KiB written across), while the root is busy with its own block; with
-/// more ranks the root copies `p - 1` such ends, hence the `1/p`.
-fn through_segment(mode: Mode, len: usize, p: usize, area: usize) -> usize {
+/// more ranks the root copies `p - 1` such ends, hence the `1/p`. Not
+/// where ranks outnumber cores: there the ranks share the cores' time, so
+/// the bytes moved count and not their balance (4 ranks on 2 cores, 128
+/// KiB blocks, alternating runs: 61-66 us with the ends through the
+/// areas, 56-64 without; 2 MiB: 771-847 against 742-810).
+fn through_segment(team: &Team<'_>, mode: Mode, len: usize) -> usize {
     match mode {
-        Mode::Auto => (len / p).min(area),
+        Mode::Auto if !team.settings.oversubscribed => (len / team.size).min(team.seg.geo.area()),
         _ => 0,
     }
 }
@@ -159,7 +163,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 // Help the owner: read its unclaimed pieces, from the back.
                 team.wait_ready(r, s);
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
-                let head = len - through_segment(mode, len, p, team.seg.geo.area());
+                let head = len - through_segment(team, mode, len);
                 g.recv[off + head..off + len].copy_from_slice(team.area_bytes(r, s, len - head));
                 while let Some(piece) = claim(claims, pieces(head), End::Back) {
                     let at = piece_bytes(piece, head);
@@ -181,7 +185,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         // the rest to the root, and write those it has not taken, from the
         // front.
         team.writable(s);
-        let head = len - through_segment(mode, len, p, team.seg.geo.area());
+        let head = len - through_segment(team, mode, len);
         let end = &g.send[head..];
         super::stream::copy_in(team.my_area_bytes(s, end.len()), end, team.streams(end.len()));
         let claims = team.shared_word(me, s, CLAIMS);

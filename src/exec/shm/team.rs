@@ -63,14 +63,16 @@ pub struct TeamState {
 /// Settings of the node layer: the queue broadcast's (seed 002) fragment
 /// bytes (0: the paper's model) and notification tree, the size from
 /// which copies into the segment stream past the cache ([`super::stream`];
-/// 0: never), and whether a flat Allreduce picks its copy-in stores by
-/// timing ([`super::stores`]).
+/// 0: never), whether a flat Allreduce picks its copy-in stores by
+/// timing ([`super::stores`]), and whether the host runs more ranks than
+/// it has cores.
 #[derive(Clone, Copy, Debug)]
 pub struct NodeSettings {
     pub fragment: usize,
     pub tree: super::bcast::Tree,
     pub stream_from: usize,
     pub adapt: bool,
+    pub oversubscribed: bool,
 }
 
 impl Default for NodeSettings {
@@ -78,7 +80,7 @@ impl Default for NodeSettings {
     /// tests run both copies.
     fn default() -> Self {
         let stream_from = if cfg!(test) { 100 } else { STREAM_FROM };
-        NodeSettings { fragment: 0, tree: super::bcast::Tree::Kary(4), stream_from, adapt: true }
+        NodeSettings { fragment: 0, tree: super::bcast::Tree::Kary(4), stream_from, adapt: true, oversubscribed: false }
     }
 }
 
