@@ -338,12 +338,16 @@ impl Node {
     }
 
     /// Frees the node communicator and unmaps the segment; MPI must still
-    /// be running. Logs the store choices once: MPI may delete the
+    /// be running. Logs the timed choices once: MPI may delete the
     /// attribute of a communicator that MPI_Finalize released already.
     pub(super) fn release(&mut self) {
         if self.mapping.take().is_some() {
-            for line in self.state.take().stores.summary() {
+            let state = self.state.take();
+            for line in state.stores.summary("vectors") {
                 log::info!("node layer, shm_flat Allreduce copy-in: {line}");
+            }
+            for line in state.bcast.summary("messages") {
+                log::info!("node layer, shm Bcast as root: {line}");
             }
         }
         comm::free_comm(&mut self.comm);

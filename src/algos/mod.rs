@@ -432,6 +432,13 @@ pub static ALGORITHMS: &[Algorithm] = &[
         node::on_one_node_zero_copy,
     ),
     Algorithm::node(
+        Coll::Bcast,
+        "shm",
+        "one node: zero copy, or from 256 KiB the pipeline where the root's timings favour it",
+        node::bcast_timed,
+        node::on_one_node_zero_copy,
+    ),
+    Algorithm::node(
         Coll::Gatherv,
         "shm",
         "one node: copy-in for small blocks, zero copy for large ones, as the root decides",

@@ -79,6 +79,11 @@ pub(super) fn bcast_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn C
     bcast::zero_copy(team, data, root)
 }
 
+pub(super) fn bcast_timed(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    let NodeCall::Bcast { data, root } = call else { mismatch() };
+    bcast::timed(team, data, root)
+}
+
 macro_rules! gathers {
     ($($name:ident => $mode:expr;)*) => {$(
         pub(super) fn $name(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {

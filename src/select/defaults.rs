@@ -26,7 +26,7 @@ reduce nodes=1 shm_zcopy
 reduce nodes=1 shm_partition
 bcast nodes=1 bytes<8K shm_pipeline
 bcast nodes=1 bytes<128K shm_queue
-bcast nodes=1 shm_zcopy
+bcast nodes=1 shm
 bcast nodes=1 shm_queue
 # Gatherv: one rule whatever the sizes (only the root knows them); the
 # root picks copy-in or zero copy per call.

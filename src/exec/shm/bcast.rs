@@ -17,6 +17,15 @@
 //!   straight from the root's buffer while the root writes that last part
 //!   into reader `j`: every rank copies about `(p-1)/p` of the message, at
 //!   the same time. With two ranks each copies half.
+//! - **timed** (`shm`, large messages): zero copy or the pipeline, as the
+//!   root's timings favour ([`super::choice`]). On the development VM
+//!   neither wins in every state: at 2 ranks the pipeline took 1.16-1.18
+//!   ms for 16 MiB where zero copy took 1.54-1.62, and 1.67 where zero
+//!   copy took 1.32 (2 MiB: 150 against 168 us, and the reverse). The
+//!   root names the method in the first step, which every rank publishes
+//!   (zero copy needs their buffers anyway), and times the call from
+//!   there to a last step that all ranks publish when done, so both
+//!   methods' times include the slowest rank's copying.
 //!
 //! Trace, queue, p = 3 flat, 3 fragments, s = 4, q = 2: the root takes set
 //! 0 (slots 0, 1), copies a, notifies 1 and 2 (controls[0] = |a|), copies
@@ -30,7 +39,9 @@
 //! model for f and s).
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::time::Instant;
 
+use super::choice::{Alternative, TimedChoice};
 use super::prefetch;
 use super::team::Team;
 use crate::core::pattern::{kary_children, knomial_children};
@@ -181,18 +192,59 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
     }
 }
 
-/// Published word of the zero-copy broadcast: the buffer's address.
+/// Published words of the first step: every rank's buffer address, and
+/// the root's method ([`timed`]).
 const BUFFER: usize = 0;
+const METHOD: usize = 1;
 
-/// The zero-copy broadcast; the team must have [`Team::peers`].
-pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) {
-    let peers = team.peers.expect("zero copy needs peer memory access");
-    let (p, me, n) = (team.size, team.rank, data.len());
+/// How a large broadcast moves the message ([`timed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    ZeroCopy,
+    Pipeline,
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Method::ZeroCopy => "zero copy",
+            Method::Pipeline => "pipeline",
+        })
+    }
+}
+
+impl Alternative for Method {
+    /// Below, the pipeline lost at every size measured (128 KiB: 14-15.6
+    /// against 12.9-14.4 us). Small under test, so that the threaded tests
+    /// run both methods.
+    const FROM: usize = if cfg!(test) { 256 } else { 256 << 10 };
+    const BOTH: [Method; 2] = [Method::ZeroCopy, Method::Pipeline];
+}
+
+/// The first step of a zero-copy or timed broadcast: every rank publishes
+/// its buffer, the root also `method`; returns the step once all have.
+fn announce(team: &mut Team<'_>, data: &mut [u8], method: Option<Method>) -> u64 {
     let s = team.next_step();
     team.writable(s);
     team.set_word(s, BUFFER, data.as_mut_ptr() as u64);
+    if let Some(method) = method {
+        team.set_word(s, METHOD, method.index() as u64);
+    }
     team.publish(s);
     team.wait_all_ready(s);
+    s
+}
+
+/// The zero-copy broadcast; the team must have [`Team::peers`].
+pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+    let s = announce(team, data, None);
+    copy_across(team, data, root, s);
+}
+
+/// Zero copy after [`announce`] as step `s`.
+fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64) {
+    let peers = team.peers.expect("zero copy needs peer memory access");
+    let (p, me, n) = (team.size, team.rank, data.len());
     // The root writes the last 1/p into each reader; the readers read the
     // rest from the root.
     let split = n - n / p;
@@ -208,6 +260,38 @@ pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) {
     team.publish(t);
     team.wait_all_ready(t);
     team.finish(t);
+}
+
+/// `shm`: from [`Method::FROM`] bytes (and with PCOLL_SHM_ADAPT), zero
+/// copy or the pipeline as the root's timings favour; else zero copy. The
+/// team must have [`Team::peers`].
+pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+    let n = data.len();
+    if !team.settings.adapt || n < Method::FROM {
+        return zero_copy(team, data, root);
+    }
+    let pick = (team.rank == root).then(|| team.state.bcast.pick(n));
+    let s = announce(team, data, pick.map(|pick| pick.method));
+    // From the moment all have arrived: their lateness is no method's.
+    let start = Instant::now();
+    match Method::BOTH[team.word(root, s, METHOD) as usize] {
+        Method::ZeroCopy => copy_across(team, data, root, s),
+        Method::Pipeline => {
+            team.finish(s);
+            pipeline(team, data, root);
+            // The root's time then includes the readers' last copy-out.
+            team.barrier();
+        }
+    }
+    if let Some(pick) = pick {
+        if let Some((method, [zero_copy, pipeline])) = team.state.bcast.record(pick, n, start.elapsed()) {
+            log::debug!(
+                "shm Bcast of {} B and more from this root: {method} now \
+                 ({zero_copy:.3} ns/B zero copy, {pipeline:.3} pipeline)",
+                TimedChoice::class_bytes(&pick)
+            );
+        }
+    }
 }
 
 #[cfg(test)]

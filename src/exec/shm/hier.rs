@@ -117,7 +117,7 @@ pub fn node_reduce(team: &mut Team<'_>, bufs: &mut Buffers<'_>, unit: usize, roo
 /// The node stage of a broadcast.
 pub fn node_bcast(team: &mut Team<'_>, data: &mut [u8], root: usize) {
     if data.len() > NODE_PIPELINE_MAX && team.peers.is_some() {
-        bcast::zero_copy(team, data, root)
+        bcast::timed(team, data, root)
     } else {
         bcast::pipeline(team, data, root)
     }

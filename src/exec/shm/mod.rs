@@ -4,6 +4,7 @@
 //! layer; here everything is plain memory, so tests run ranks as threads.
 
 pub mod bcast;
+pub mod choice;
 pub mod dpml;
 pub mod gatherv;
 pub mod hier;

@@ -122,7 +122,7 @@ pub fn flat<C: Combiner + ?Sized>(
         if writes_area {
             let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
             match pick {
-                Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.stores == Stores::Streaming)),
+                Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.method == Stores::Streaming)),
                 None => team.put(s, input),
             }
         }
@@ -153,7 +153,7 @@ pub fn flat<C: Combiner + ?Sized>(
     if let Some(pick) = pick {
         if let Some((stores, [streaming, ordinary])) = team.state.stores.record(pick, n, stopwatch.total) {
             log::debug!(
-                "shm_flat Allreduce of {} B and more: copies in with {stores} stores now \
+                "shm_flat Allreduce of {} B and more: copies in with {stores} now \
                  ({streaming:.3} ns/B streaming, {ordinary:.3} ordinary)",
                 StoreChoice::class_bytes(&pick)
             );

@@ -34,6 +34,8 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
+use super::bcast::Method;
+use super::choice::TimedChoice;
 use super::segment::{Segment, INLINE, PUBLISHED, SLOTS};
 use super::stores::StoreChoice;
 use crate::exec::wait::Backoff;
@@ -58,6 +60,8 @@ pub struct TeamState {
     pub queue_op: u64,
     /// Flat Allreduce's timings of its copy-in stores.
     pub stores: StoreChoice,
+    /// Bcast's timings of its methods, as root.
+    pub bcast: TimedChoice<Method>,
 }
 
 /// Settings of the node layer: the queue broadcast's (seed 002) fragment

@@ -195,7 +195,8 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
 /// new, so data left over from an earlier call would show.
 #[test]
 fn adaptive_flat_allreduce_is_exact_with_either_stores() {
-    use super::stores::{ADAPT_FROM, EXPLORE};
+    use super::choice::EXPLORE;
+    use super::stores::ADAPT_FROM;
     let count = ADAPT_FROM / 8 * 3 + 5;
     assert!(count * 8 > 2 * TEST_GEO.allreduce_chunk, "several chunks");
     for p in [2, 3, 5] {
@@ -335,6 +336,36 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
                     _ => bcast::zero_copy(team, &mut data, root),
                 }
                 assert_eq!(data, want, "p={p} rank={rank} call={call} algo={algo} n={n} root={root}");
+            }
+        });
+    }
+}
+
+/// The timed broadcast in its first size class (several chunks), long
+/// enough for the warm-up, both trial calls and exploring ones, from
+/// several roots, with ranks that drift apart: every byte arrives
+/// whichever method each root picks, and every root has timed both.
+#[test]
+fn timed_broadcasts_deliver_every_byte_with_either_method() {
+    use super::bcast::{self, Method};
+    use super::choice::{Alternative, EXPLORE};
+    for p in [2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            assert!(team.settings.adapt);
+            let mut rng = Rng(p as u64 * 71 + rank as u64);
+            let mut plan = Rng(p as u64 + 2000);
+            let roots = p.min(2);
+            for call in 0..roots * (EXPLORE as usize + 8) {
+                let root = call % roots;
+                let n = Method::FROM + plan.below(Method::FROM);
+                let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
+                let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                jitter(&mut rng);
+                bcast::timed(team, &mut data, root);
+                assert_eq!(data, want, "p={p} rank={rank} call={call} n={n} root={root}");
+            }
+            if rank < roots {
+                assert!(!team.state.bcast.summary("messages").is_empty(), "rank {rank} timed both methods");
             }
         });
     }

@@ -1,0 +1,302 @@
+//! Which of two ways to run a call, chosen by timing calls.
+//!
+//! Where the faster of two methods depends on the machine's state (on a
+//! virtual machine, where the host has put the virtual CPUs), and that
+//! state changes under a running job, a rank times its calls made either
+//! way and uses the cheaper:
+//! - per size class (message bytes, powers of two from
+//!   [`Alternative::FROM`]) one cost estimate per method, in nanoseconds
+//!   per byte of what the caller times;
+//! - the class's first call uses the first method to warm up (its
+//!   buffers' first touch is not the method's cost) and is not counted;
+//!   the second uses the first method, the third the second; then the
+//!   method of the lower estimate, except one call in [`EXPLORE`], which
+//!   tries the other and takes its time as that method's estimate;
+//! - the method in use moves its estimate a quarter of the way to each
+//!   call's time, so a switch on one lucky call is undone within a few.
+//!
+//! Trace, class 1-2 MiB, streaming or ordinary stores: call 0 streams
+//! (warm-up), 1 streams (0.30 ns/B), 2 ordinary (0.18) -> ordinary from
+//! call 3; call 63 streams (0.31), no change; the vCPUs move, ordinary
+//! reads 0.50, 0.55, ... -> the average passes 0.31 and streaming takes
+//! over until the next exploration.
+//!
+//! Users: a flat Allreduce's copy-in stores ([`super::stores`], each rank
+//! alone), a large Bcast's method ([`super::bcast::timed`], the root for
+//! everyone). Limitations: an application that alternates sizes within
+//! one class shares one estimate. Cost: where the other method loses, one
+//! call in 64 pays its loss. Memory: a few words per class. Seed: none
+//! (pcoll's own, from measurements on the development VM).
+
+use std::fmt::{Debug, Display};
+use std::marker::PhantomData;
+use std::time::Duration;
+
+/// One call in this many tries the method not in use.
+pub const EXPLORE: u64 = 64;
+
+/// Size classes: `FROM << i`, the last one open-ended.
+const CLASSES: usize = 12;
+
+/// Two ways of running a call, the first of them the default.
+pub trait Alternative: Copy + Eq + Debug + Display {
+    /// Message bytes from which calls are timed; smaller calls are too
+    /// short to time.
+    const FROM: usize;
+    /// The first method (warm-up, first trial) and the second.
+    const BOTH: [Self; 2];
+
+    fn index(self) -> usize {
+        usize::from(self != Self::BOTH[0])
+    }
+
+    fn other(self) -> Self {
+        Self::BOTH[1 - self.index()]
+    }
+}
+
+/// What a call's time does to its method's estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Update {
+    /// Warm-up: nothing.
+    Skip,
+    /// A first or exploring call: the time is the estimate.
+    Replace,
+    /// The method in use: a moving average.
+    Average,
+}
+
+/// One call's choice, handed back to [`TimedChoice::record`] with its time.
+#[derive(Clone, Copy, Debug)]
+pub struct Pick<K> {
+    class: usize,
+    pub method: K,
+    update: Update,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Class {
+    calls: u64,
+    /// Nanoseconds per byte, indexed by [`Alternative::index`].
+    cost: [Option<f64>; 2],
+}
+
+impl Class {
+    /// Both estimates, in the order of [`Alternative::BOTH`]; NaN where
+    /// unknown.
+    fn estimates(&self) -> [f64; 2] {
+        self.cost.map(|cost| cost.unwrap_or(f64::NAN))
+    }
+
+    /// The method of the lower estimate, once both are known.
+    fn preferred<K: Alternative>(&self) -> Option<K> {
+        match self.cost {
+            [Some(first), Some(second)] if second < first => Some(K::BOTH[1]),
+            [Some(_), Some(_)] => Some(K::BOTH[0]),
+            _ => None,
+        }
+    }
+}
+
+/// One rank's estimates, kept across calls.
+#[derive(Debug)]
+pub struct TimedChoice<K> {
+    classes: [Class; CLASSES],
+    method: PhantomData<K>,
+}
+
+impl<K> Default for TimedChoice<K> {
+    fn default() -> Self {
+        TimedChoice { classes: [Class::default(); CLASSES], method: PhantomData }
+    }
+}
+
+impl<K: Alternative> TimedChoice<K> {
+    /// The method of this call of `len` bytes.
+    pub fn pick(&mut self, len: usize) -> Pick<K> {
+        let class = ((len.max(K::FROM) / K::FROM).ilog2() as usize).min(CLASSES - 1);
+        let c = &mut self.classes[class];
+        let call = c.calls;
+        c.calls += 1;
+        let [first, second] = K::BOTH;
+        let (method, update) = match (c.cost, c.preferred::<K>()) {
+            _ if call == 0 => (first, Update::Skip),
+            ([None, _], _) => (first, Update::Replace),
+            ([_, None], _) => (second, Update::Replace),
+            (_, Some(best)) if call % EXPLORE == EXPLORE - 1 => (best.other(), Update::Replace),
+            (_, best) => (best.unwrap_or(first), Update::Average),
+        };
+        Pick { class, method, update }
+    }
+
+    /// Counts a call's `took` for `len` bytes; returns the class's new
+    /// preference and both estimates when it changed.
+    pub fn record(&mut self, pick: Pick<K>, len: usize, took: Duration) -> Option<(K, [f64; 2])> {
+        let c = &mut self.classes[pick.class];
+        let before = c.preferred::<K>();
+        let sample = took.as_nanos() as f64 / len.max(1) as f64;
+        let cost = &mut c.cost[pick.method.index()];
+        *cost = match (pick.update, *cost) {
+            (Update::Skip, old) => old,
+            (Update::Average, Some(old)) => Some(old + (sample - old) / 4.0),
+            _ => Some(sample),
+        };
+        let after = c.preferred::<K>()?;
+        (before != Some(after)).then(|| (after, c.estimates()))
+    }
+
+    /// The message bytes of `pick`'s class, for logs: its lower bound.
+    pub fn class_bytes(pick: &Pick<K>) -> usize {
+        K::FROM << pick.class
+    }
+
+    /// One line per class that has chosen, its messages called `what`:
+    /// their size, calls, the method in use and both estimates (for the
+    /// log when the communicator goes).
+    pub fn summary(&self, what: &str) -> Vec<String> {
+        let [first, second] = K::BOTH;
+        (self.classes.iter().enumerate())
+            .filter_map(|(i, c)| {
+                let method = c.preferred::<K>()?;
+                let [a, b] = c.estimates();
+                Some(format!(
+                    "{what} from {} B: {} calls, {method} ({a:.3} ns/B {first}, {b:.3} {second})",
+                    K::FROM << i,
+                    c.calls
+                ))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pair of methods for the tests, timed from 1 KiB.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Way {
+        A,
+        B,
+    }
+
+    impl Display for Way {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(if *self == Way::A { "a" } else { "b" })
+        }
+    }
+
+    impl Alternative for Way {
+        const FROM: usize = 1024;
+        const BOTH: [Way; 2] = [Way::A, Way::B];
+    }
+
+    /// Runs `calls` calls of `len` bytes, each taking `cost(method, call)`
+    /// ns per byte; returns the methods used.
+    fn run(choice: &mut TimedChoice<Way>, len: usize, calls: u64, cost: impl Fn(Way, u64) -> f64) -> Vec<Way> {
+        (0..calls)
+            .map(|call| {
+                let pick = choice.pick(len);
+                let took = Duration::from_nanos((cost(pick.method, call) * len as f64) as u64);
+                choice.record(pick, len, took);
+                pick.method
+            })
+            .collect()
+    }
+
+    fn count(used: &[Way], way: Way) -> usize {
+        used.iter().filter(|&&s| s == way).count()
+    }
+
+    #[test]
+    fn warms_up_tries_both_then_keeps_the_cheaper_exploring_once_in_64() {
+        let mut choice = TimedChoice::default();
+        let used = run(&mut choice, 1 << 20, 3 + 2 * EXPLORE, |s, _| if s == Way::B { 0.2 } else { 0.3 });
+        assert_eq!(used[..3], [Way::A, Way::A, Way::B]);
+        assert_eq!(count(&used[3..], Way::A), 2, "one exploring call per 64");
+        assert_eq!(used[EXPLORE as usize - 1], Way::A);
+    }
+
+    #[test]
+    fn the_warm_up_call_is_not_counted() {
+        let mut choice = TimedChoice::default();
+        // The first call is slow whatever the method (first touch).
+        let used = run(&mut choice, 1 << 20, 10, |s, call| match (call, s) {
+            (0, _) => 5.0,
+            (_, Way::A) => 0.2,
+            (_, Way::B) => 0.4,
+        });
+        assert_eq!(count(&used[3..], Way::B), 0, "{used:?}");
+    }
+
+    #[test]
+    fn a_change_of_state_is_followed_within_a_few_calls() {
+        let mut choice = TimedChoice::default();
+        // B is cheaper for 200 calls, then 3 times dearer.
+        let used = run(&mut choice, 4 << 20, 400, |s, call| match (s, call < 200) {
+            (Way::A, _) => 0.3,
+            (Way::B, true) => 0.2,
+            (Way::B, false) => 0.6,
+        });
+        assert_eq!(count(&used[3..200], Way::B), 197 - 3, "all but the explorations");
+        assert_eq!(count(&used[204..], Way::B), 3, "only the explorations: {:?}", &used[200..210]);
+    }
+
+    #[test]
+    fn one_lucky_exploring_call_is_undone_within_a_few() {
+        let mut choice = TimedChoice::default();
+        let used = run(&mut choice, 1 << 20, 2 * EXPLORE, |s, call| match s {
+            Way::A => 0.3,
+            Way::B if call == EXPLORE - 1 => 0.1,
+            Way::B => 0.6,
+        });
+        let after = &used[EXPLORE as usize..];
+        assert!(count(after, Way::B) <= 4, "{after:?}");
+        assert!(after[8..EXPLORE as usize - 1].iter().all(|&s| s == Way::A), "{after:?}");
+    }
+
+    #[test]
+    fn classes_are_kept_apart_and_change_is_reported_once() {
+        let mut choice = TimedChoice::default();
+        let (small, large) = (2 * Way::FROM, 32 * Way::FROM);
+        run(&mut choice, small, 5, |s, _| if s == Way::B { 0.1 } else { 0.3 });
+        // A larger class starts over.
+        let pick = choice.pick(large);
+        assert_eq!((pick.method, TimedChoice::class_bytes(&pick)), (Way::A, large));
+        let mut reports = 0;
+        for _ in 0..4 {
+            let pick = choice.pick(small);
+            let took = Duration::from_nanos(small as u64 / 20);
+            reports += choice.record(pick, small, took).is_some() as usize;
+        }
+        assert_eq!(reports, 0, "no change, no report");
+        let mut fresh = TimedChoice::<Way>::default();
+        let changes: Vec<_> = (0..3)
+            .filter_map(|call| {
+                let pick = fresh.pick(1 << 20);
+                fresh.record(pick, 1 << 20, Duration::from_micros([900, 300, 100][call]))
+            })
+            .collect();
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].0, Way::B);
+    }
+
+    #[test]
+    fn the_summary_names_each_class_that_has_chosen() {
+        let mut choice = TimedChoice::default();
+        assert!(choice.summary("vectors").is_empty());
+        run(&mut choice, 4 * Way::FROM, 5, |s, _| if s == Way::B { 0.25 } else { 0.5 });
+        run(&mut choice, Way::FROM, 2, |_, _| 1.0);
+        let lines = choice.summary("vectors");
+        assert_eq!(lines.len(), 1, "only the class with both estimates: {lines:?}");
+        let want = format!("vectors from {} B: 5 calls, b (0.500 ns/B a, 0.250 b)", 4 * Way::FROM);
+        assert_eq!(lines[0], want);
+    }
+
+    #[test]
+    fn huge_and_tiny_messages_fall_in_the_end_classes() {
+        let mut choice = TimedChoice::<Way>::default();
+        assert_eq!(choice.pick(1).class, 0);
+        assert_eq!(choice.pick(usize::MAX).class, CLASSES - 1);
+    }
+}
