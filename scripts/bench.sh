@@ -403,31 +403,85 @@ summary() {
                     if (cnt[j, corder[c]]) printf " %s=%.2f", M[j], exp(lg[j, corder[c]] / cnt[j, corder[c]])
             }
             printf "\n"
-            if (nm > 1) {
-                # the bar: the faster stock MPI at each point, against pcoll on each host
-                printf "\n# against the faster stock MPI (ratio = faster stock / pcoll on that host)\n"
-                printf "%-10s %9s %12s %8s", "coll", "bytes", "best_stock", "from"
-                for (j = 1; j <= nm; j++) printf " %12s %7s", M[j] "_pcoll", "ratio"
-                printf "\n"
-                for (i = 1; i <= nk; i++) {
-                    k = order[i]; split(k, kk, SUBSEP); best = ""; from = ""
-                    for (j = 1; j <= nm; j++)
-                        if (((j, k) in st) && (best == "" || st[j, k] + 0 < best + 0)) { best = st[j, k]; from = M[j] }
-                    if (best == "") continue
-                    printf "%-10s %9s %12.2f %8s", kk[1], kk[2], best, from
-                    for (j = 1; j <= nm; j++) {
-                        if (!((j, k) in st) || ck[j, k] == "WRONG" || pc[j, k] + 0 <= 0) { printf " %12s %7s", "-", "-"; continue }
-                        r = best / pc[j, k]
-                        printf " %12.2f %7.2f", pc[j, k], r
-                        if (r < 1) slower++
-                        if (kk[2] + 0 >= 65536 && r < 1.5) short++
-                    }
-                    printf "\n"
-                }
-                printf "# against the faster stock MPI: %d point(s) below 1.00, %d point(s) from 64 KiB below 1.50\n", slower, short
-            }
             if (bad) printf "# %d point(s) where pcoll gave a WRONG result (not timed)\n", bad
             if (busy) printf "# WARNING: %d of %d points ran while other processes competed for the CPUs: rerun on a quiet machine\n", busy, npts
+        }' "${files[@]}"
+    [ ${#names[@]} -gt 1 ] && faster_stock "$n" "${names[@]}"
+}
+
+# faster_stock N MPI...: pcoll on each host against the faster stock MPI
+# at each point. The MPIs cannot share a run, so this compares runs made
+# at different times, and the machine's state may differ between them
+# (see README, Benchmark). The ratio pairs pass k of every MPI (run one
+# after another) and takes, per point, the median over k of
+# min(stock of pass k) / pcoll of pass k; a pair whose runs met different
+# states counts the faster state's stock against pcoll, never the other
+# way round. best_stock and the pcoll columns are the merged medians.
+faster_stock() {
+    local n=$1 files=() k m
+    shift
+    for m in "$@"; do
+        local found=0
+        for ((k = 1; k <= PASSES; k++)); do
+            [ -s "$OUT/$m-$n.pass$k.csv" ] && { files+=("$OUT/$m-$n.pass$k.csv"); found=1; }
+        done
+        [ "$found" = 1 ] || files+=("$OUT/$m-$n.csv")  # a single run (e.g. oversubscribed)
+    done
+    awk -F, -v names="$*" '
+        function median(list,   v, m, i, j, t) {
+            m = split(list, v, " ")
+            for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+        }
+        BEGIN { nm = split(names, M, " ") }
+        FNR == 1 {
+            for (i = 1; i <= NF; i++) col[$i] = i
+            file = FILENAME; sub(/.*\//, "", file)
+            for (j = 1; j <= nm; j++) if (index(file, M[j] "-") == 1) mpi = j
+            pass = (match(file, /\.pass[0-9]+\./) ? substr(file, RSTART + 5, RLENGTH - 6) : 1) + 0
+            passes[pass] = 1
+            next
+        }
+        {
+            k = $col["coll"] SUBSEP $col["bytes"]
+            if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
+            if ($col["check"] == "WRONG") wrong[mpi, k] = 1
+            st[mpi, pass, k] = $col["stock_med_us"]; pc[mpi, pass, k] = $col["pcoll_med_us"]
+            stl[mpi, k] = stl[mpi, k] " " $col["stock_med_us"]; pcl[mpi, k] = pcl[mpi, k] " " $col["pcoll_med_us"]
+        }
+        END {
+            printf "\n# against the faster stock MPI: best_stock, from and the pcoll columns are medians over the passes;\n"
+            printf "# ratio = median over passes k of (faster stock in pass k) / (pcoll on that host in pass k)\n"
+            printf "%-10s %9s %12s %8s", "coll", "bytes", "best_stock", "from"
+            for (j = 1; j <= nm; j++) printf " %12s %7s", M[j] "_pcoll", "ratio"
+            printf "\n"
+            for (i = 1; i <= nk; i++) {
+                k = order[i]; split(k, kk, SUBSEP); best = ""; from = ""
+                for (j = 1; j <= nm; j++) {
+                    if (!((j, k) in stl)) continue
+                    s = median(stl[j, k])
+                    if (best == "" || s + 0 < best + 0) { best = s; from = M[j] }
+                }
+                if (best == "") continue
+                printf "%-10s %9s %12.2f %8s", kk[1], kk[2], best, from
+                for (j = 1; j <= nm; j++) {
+                    list = ""
+                    if (!((j, k) in wrong))
+                        for (p in passes) {
+                            b = ""
+                            for (jj = 1; jj <= nm; jj++)
+                                if (((jj, p, k) in st) && (b == "" || st[jj, p, k] + 0 < b + 0)) b = st[jj, p, k]
+                            if (b != "" && ((j, p, k) in pc) && pc[j, p, k] + 0 > 0) list = list " " b / pc[j, p, k]
+                        }
+                    if (list == "") { printf " %12s %7s", "-", "-"; continue }
+                    r = median(list)
+                    printf " %12.2f %7.2f", median(pcl[j, k]), r
+                    if (r < 1) slower++
+                    if (kk[2] + 0 >= 65536 && r < 1.5) short++
+                }
+                printf "\n"
+            }
+            printf "# against the faster stock MPI: %d point(s) below 1.00, %d point(s) from 64 KiB below 1.50\n", slower, short
         }' "${files[@]}"
 }
 
