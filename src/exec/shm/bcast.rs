@@ -25,7 +25,8 @@
 //!   root names the method in the first step, which every rank publishes
 //!   (zero copy needs their buffers anyway), and times the call from
 //!   there to a last step that all ranks publish when done, so both
-//!   methods' times include the slowest rank's copying.
+//!   methods' times include the slowest rank's copying. Where ranks
+//!   outnumber cores, always the pipeline (see [`timed`]).
 //!
 //! Trace, queue, p = 3 flat, 3 fragments, s = 4, q = 2: the root takes set
 //! 0 (slots 0, 1), copies a, notifies 1 and 2 (controls[0] = |a|), copies
@@ -262,11 +263,21 @@ fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64) {
     team.finish(t);
 }
 
-/// `shm`: from [`Method::FROM`] bytes (and with PCOLL_SHM_ADAPT), zero
-/// copy or the pipeline as the root's timings favour; else zero copy. The
-/// team must have [`Team::peers`].
+/// `shm`: where ranks outnumber cores, the pipeline; else from
+/// [`Method::FROM`] bytes (and with PCOLL_SHM_ADAPT), zero copy or the
+/// pipeline as the root's timings favour; else zero copy. The team must
+/// have [`Team::peers`].
 pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
     let n = data.len();
+    if team.settings.oversubscribed {
+        // Zero copy needs every reader on a core at once, and the root
+        // writes into each in turn: Open MPI, 2 cores, pipeline against
+        // zero copy, 4 ranks 2 MiB 411-430 against 617-773 us, 8 ranks
+        // 128 KiB 48-54 against 130-133 us, 16 MiB 6.0 against 8.0-10.8
+        // ms. Timings there are too noisy to choose by (2 MiB, 8 ranks:
+        // the choice stayed with zero copy in one run of two).
+        return pipeline(team, data, root);
+    }
     if !team.settings.adapt || n < Method::FROM {
         return zero_copy(team, data, root);
     }
