@@ -268,6 +268,14 @@ if [ "$DO_ALGOS" = 1 ]; then
     exit "$STATUS"
 fi
 
+# awk: the median of a space-separated list of numbers.
+AWK_MEDIAN='
+    function median(list,   v, m, i, j, t) {
+        m = split(list, v, " ")
+        for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }'
+
 # merge_passes TAG N: TAG.csv from TAG.pass1..N.csv, per point the median
 # over passes of each time, the ratio of the medians, WRONG if any pass
 # was, the most other tasks seen, the iterations summed; TAG.txt holds the
@@ -278,12 +286,7 @@ merge_passes() {
     for ((k = 1; k <= n; k++)); do [ -s "$OUT/$tag.pass$k.csv" ] && files+=("$OUT/$tag.pass$k.csv"); done
     for ((k = 1; k <= n; k++)); do cat "$OUT/$tag.pass$k.txt"; done >"$OUT/$tag.txt" 2>/dev/null
     [ ${#files[@]} -gt 0 ] || return 1
-    awk -F, -v OFS=, '
-        function median(list,   v, m, i, j, t) {
-            m = split(list, v, " ")
-            for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-        }
+    awk -F, -v OFS=, "$AWK_MEDIAN"'
         FNR == 1 { if (!hdr) { hdr = $0; for (i = 1; i <= NF; i++) col[$i] = i; nf = NF }; next }
         {
             k = $col["coll"] SUBSEP $col["bytes"]
@@ -427,12 +430,7 @@ faster_stock() {
         done
         [ "$found" = 1 ] || files+=("$OUT/$m-$n.csv")  # a single run (e.g. oversubscribed)
     done
-    awk -F, -v names="$*" '
-        function median(list,   v, m, i, j, t) {
-            m = split(list, v, " ")
-            for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-            return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-        }
+    awk -F, -v names="$*" "$AWK_MEDIAN"'
         BEGIN { nm = split(names, M, " ") }
         FNR == 1 {
             for (i = 1; i <= NF; i++) col[$i] = i
