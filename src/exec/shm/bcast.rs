@@ -296,12 +296,8 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         }
     }
     if let Some(pick) = pick {
-        if let Some((method, [zero_copy, pipeline])) = team.state.bcast.record(pick, n, start.elapsed()) {
-            log::debug!(
-                "shm Bcast of {} B and more from this root: {method} now \
-                 ({zero_copy:.3} ns/B zero copy, {pipeline:.3} pipeline)",
-                TimedChoice::class_bytes(&pick)
-            );
+        if let Some(change) = team.state.bcast.record(pick, n, start.elapsed()) {
+            log::debug!("shm Bcast of {} B and more from this root, now: {change}", TimedChoice::class_bytes(&pick));
         }
     }
 }

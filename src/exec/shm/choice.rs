@@ -82,12 +82,6 @@ struct Class {
 }
 
 impl Class {
-    /// Both estimates, in the order of [`Alternative::BOTH`]; NaN where
-    /// unknown.
-    fn estimates(&self) -> [f64; 2] {
-        self.cost.map(|cost| cost.unwrap_or(f64::NAN))
-    }
-
     /// The method of the lower estimate, once both are known.
     fn preferred<K: Alternative>(&self) -> Option<K> {
         match self.cost {
@@ -95,6 +89,28 @@ impl Class {
             [Some(_), Some(_)] => Some(K::BOTH[0]),
             _ => None,
         }
+    }
+
+    /// The preferred method with both estimates, once both are known.
+    fn preference<K: Alternative>(&self) -> Option<Preference<K>> {
+        let method = self.preferred()?;
+        Some(Preference { method, estimates: self.cost.map(|cost| cost.unwrap_or(f64::NAN)) })
+    }
+}
+
+/// A class's method and both estimates (ns per byte, in the order of
+/// [`Alternative::BOTH`]), shown as logs show them:
+/// `method (a ns/B first, b second)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Preference<K> {
+    pub method: K,
+    pub estimates: [f64; 2],
+}
+
+impl<K: Alternative> Display for Preference<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ([first, second], [a, b]) = (K::BOTH, self.estimates);
+        write!(f, "{} ({a:.3} ns/B {first}, {b:.3} {second})", self.method)
     }
 }
 
@@ -130,8 +146,8 @@ impl<K: Alternative> TimedChoice<K> {
     }
 
     /// Counts a call's `took` for `len` bytes; returns the class's new
-    /// preference and both estimates when it changed.
-    pub fn record(&mut self, pick: Pick<K>, len: usize, took: Duration) -> Option<(K, [f64; 2])> {
+    /// preference when it changed.
+    pub fn record(&mut self, pick: Pick<K>, len: usize, took: Duration) -> Option<Preference<K>> {
         let c = &mut self.classes[pick.class];
         let before = c.preferred::<K>();
         let sample = took.as_nanos() as f64 / len.max(1) as f64;
@@ -141,8 +157,8 @@ impl<K: Alternative> TimedChoice<K> {
             (Update::Average, Some(old)) => Some(old + (sample - old) / 4.0),
             _ => Some(sample),
         };
-        let after = c.preferred::<K>()?;
-        (before != Some(after)).then(|| (after, c.estimates()))
+        let after = c.preference::<K>()?;
+        (before != Some(after.method)).then_some(after)
     }
 
     /// The message bytes of `pick`'s class, for logs: its lower bound.
@@ -154,16 +170,10 @@ impl<K: Alternative> TimedChoice<K> {
     /// their size, calls, the method in use and both estimates (for the
     /// log when the communicator goes).
     pub fn summary(&self, what: &str) -> Vec<String> {
-        let [first, second] = K::BOTH;
         (self.classes.iter().enumerate())
             .filter_map(|(i, c)| {
-                let method = c.preferred::<K>()?;
-                let [a, b] = c.estimates();
-                Some(format!(
-                    "{what} from {} B: {} calls, {method} ({a:.3} ns/B {first}, {b:.3} {second})",
-                    K::FROM << i,
-                    c.calls
-                ))
+                let preference = c.preference::<K>()?;
+                Some(format!("{what} from {} B: {} calls, {preference}", K::FROM << i, c.calls))
             })
             .collect()
     }
@@ -278,7 +288,7 @@ mod tests {
             })
             .collect();
         assert_eq!(changes.len(), 1, "{changes:?}");
-        assert_eq!(changes[0].0, Way::B);
+        assert_eq!(changes[0].method, Way::B);
     }
 
     #[test]

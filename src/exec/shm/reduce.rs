@@ -151,10 +151,9 @@ pub fn flat<C: Combiner + ?Sized>(
         off += len;
     }
     if let Some(pick) = pick {
-        if let Some((stores, [streaming, ordinary])) = team.state.stores.record(pick, n, stopwatch.total) {
+        if let Some(change) = team.state.stores.record(pick, n, stopwatch.total) {
             log::debug!(
-                "shm_flat Allreduce of {} B and more: copies in with {stores} now \
-                 ({streaming:.3} ns/B streaming, {ordinary:.3} ordinary)",
+                "shm_flat Allreduce of {} B and more: copies in now with {change}",
                 StoreChoice::class_bytes(&pick)
             );
         }
