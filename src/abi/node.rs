@@ -330,6 +330,7 @@ impl Node {
                 fragment: cfg.fragment,
                 tree,
                 stream_from: cfg.stream_from,
+                stream_out_from: cfg.stream_out_from,
                 adapt: cfg.adapt,
                 oversubscribed,
             },

@@ -113,6 +113,9 @@ pub struct ShmConfig {
     /// PCOLL_SHM_STREAM: copies into the segment of at least this many
     /// bytes bypass the writer's cache (0: never).
     pub stream_from: usize,
+    /// PCOLL_SHM_STREAM_OUT: copies of at least this many bytes per message
+    /// into the application's buffers bypass the writer's cache (0: never).
+    pub stream_out_from: usize,
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.
     pub adapt: bool,
@@ -133,6 +136,7 @@ impl Default for ShmConfig {
             tree: ShmTree::Kary,
             tree_k: 4,
             stream_from: crate::exec::shm::team::STREAM_FROM,
+            stream_out_from: crate::exec::shm::team::STREAM_OUT_FROM,
             adapt: true,
         }
     }
@@ -246,6 +250,7 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_TREE",
     "PCOLL_SHM_TREE_K",
     "PCOLL_SHM_STREAM",
+    "PCOLL_SHM_STREAM_OUT",
     "PCOLL_SHM_ALLREDUCE_CHUNK",
     "PCOLL_SHM_ADAPT",
 ];
@@ -328,6 +333,10 @@ impl Config {
                 }
                 "PCOLL_SHM_STREAM" => {
                     cfg.shm.stream_from =
+                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
+                }
+                "PCOLL_SHM_STREAM_OUT" => {
+                    cfg.shm.stream_out_from =
                         parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
                 }
                 "PCOLL_GATHERV_MODE" => {
@@ -484,6 +493,10 @@ mod tests {
         assert_eq!(parse(&[("PCOLL_SHM_STREAM", "4K")]).unwrap().shm.stream_from, 4096);
         let err = parse(&[("PCOLL_SHM_STREAM", "2G")]).unwrap_err().to_string();
         assert!(err.contains("PCOLL_SHM_STREAM"), "{err}");
+        assert_eq!(parse(&[("PCOLL_SHM_STREAM_OUT", "1M")]).unwrap().shm.stream_out_from, 1 << 20);
+        assert_eq!(parse(&[("PCOLL_SHM_STREAM_OUT", "0")]).unwrap().shm.stream_out_from, 0);
+        let err = parse(&[("PCOLL_SHM_STREAM_OUT", "2G")]).unwrap_err().to_string();
+        assert!(err.contains("PCOLL_SHM_STREAM_OUT"), "{err}");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! - **pipeline**: the root copies the message chunk by chunk into its two
 //!   chunk areas (alternating), the others copy each chunk out as soon as
-//!   it is published: copy-in and copy-out overlap, two chunks deep.
+//!   it is published: copy-in and copy-out overlap, two chunks deep. From
+//!   PCOLL_SHM_STREAM_OUT bytes the copies out stream past the readers'
+//!   caches ([`super::team::STREAM_OUT_FROM`]).
 //! - **queue** (seed 002, the paper's algorithm as published): the root's
 //!   queue of `s` slots of `f` bytes, split into `q` sets; the root copies
 //!   fragments into its slots and notifies its children in a tree (flat,
@@ -85,6 +87,7 @@ impl Tree {
 /// every rank (the root's to send, the others' to fill).
 pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
     let chunk = team.seg.geo.chunk;
+    let stream_out = team.streams_out(data.len());
     let mut off = 0;
     while off < data.len() {
         let len = chunk.min(data.len() - off);
@@ -95,7 +98,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
-            data[off..off + len].copy_from_slice(team.wait_data(root, s, len));
+            super::stream::copy_with(&mut data[off..off + len], team.wait_data(root, s, len), stream_out);
         }
         team.finish(s);
         off += len;
@@ -160,7 +163,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // SAFETY: the root's slot `index` holds slot_bytes >= len
                 // bytes, and no reader uses this set until notified below.
                 let slot = unsafe { std::slice::from_raw_parts_mut(team.seg.queue_slot(root, index), len) };
-                super::stream::copy_in(slot, &data[sent..sent + len], stream);
+                super::stream::copy_with(slot, &data[sent..sent + len], stream);
                 notify(index, len as u64);
                 sent += len;
                 index += 1;

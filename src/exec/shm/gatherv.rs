@@ -19,7 +19,9 @@
 //!   on a word of the owner's, until they meet (an owner whose block the
 //!   root read waits until the root is done, as the root reads its send
 //!   buffer). The root knows every block's length, hence every owner's
-//!   choice, and waits for each accordingly. Two steps per call.
+//!   choice, and waits for each accordingly. Two steps per call. From
+//!   PCOLL_SHM_STREAM_OUT bytes the root copies its own block with
+//!   streaming stores ([`super::team::STREAM_OUT_FROM`]).
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
@@ -90,11 +92,12 @@ pub struct Gather<'a> {
 
 impl Gather<'_> {
     /// At the root (node rank `me`): its own block into place, unless it
-    /// is there already.
-    fn place_own_block(&mut self, me: usize) {
+    /// is there already; streaming from PCOLL_SHM_STREAM_OUT bytes
+    /// ([`super::team::STREAM_OUT_FROM`]).
+    fn place_own_block(&mut self, team: &Team<'_>) {
         if !self.in_place {
-            let (off, len) = self.layout.blocks[me];
-            self.recv[off..off + len].copy_from_slice(&self.send[..len]);
+            let (off, len) = self.layout.blocks[team.rank];
+            super::stream::copy_with(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
         }
     }
 }
@@ -157,7 +160,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             }
             team.publish(s);
         }
-        g.place_own_block(me);
+        g.place_own_block(team);
         for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
             if direct(len) {
                 // Help the owner: read its unclaimed pieces, from the back.
@@ -187,7 +190,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         team.writable(s);
         let head = len - through_segment(team, mode, len);
         let end = &g.send[head..];
-        super::stream::copy_in(team.my_area_bytes(s, end.len()), end, team.streams(end.len()));
+        super::stream::copy_with(team.my_area_bytes(s, end.len()), end, team.streams(end.len()));
         let claims = team.shared_word(me, s, CLAIMS);
         claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
@@ -277,7 +280,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
         team.writable(s);
         team.set_word(s, ROUNDS, rounds as u64);
         team.publish(s);
-        g.place_own_block(me);
+        g.place_own_block(team);
         rounds
     } else {
         let first = piece(0, g.send.len());

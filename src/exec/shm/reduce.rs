@@ -189,7 +189,7 @@ pub fn partition<C: Combiner + ?Sized>(
             let pieces = if bufs.send.is_some() { [0..mine.start, mine.end..len] } else { [0..len, len..len] };
             for piece in pieces.into_iter().filter(|piece| !piece.is_empty()) {
                 let stream = team.streams(piece.len());
-                super::stream::copy_in(&mut area[piece.clone()], &input[piece], stream);
+                super::stream::copy_with(&mut area[piece.clone()], &input[piece], stream);
             }
         }
         team.publish(s);
@@ -208,7 +208,7 @@ pub fn partition<C: Combiner + ?Sized>(
             fold(p, part, out, combiner);
             if others_need {
                 let stream = team.streams(out.len());
-                super::stream::copy_in(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
+                super::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
             }
         } else {
             fold(p, part, &mut team.my_area_bytes(t, len)[mine.clone()], combiner);

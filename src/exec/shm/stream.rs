@@ -1,4 +1,5 @@
-//! Copies into the shared segment that bypass the writer's cache.
+//! Copies into the shared segment, and into the application's buffers,
+//! that bypass the writer's cache.
 //!
 //! A chunk that one rank copies into its area is read next by another
 //! core, which read the same lines on the previous call. With ordinary
@@ -13,9 +14,11 @@
 //! Below a few KiB the flag round trip dominates and ordinary stores win,
 //! so streaming starts at a size (PCOLL_SHM_STREAM).
 
-/// Copies `src` into `dst`, a part of the segment that another rank reads
-/// next: streaming ([`copy`]) or with ordinary stores.
-pub fn copy_in(dst: &mut [u8], src: &[u8], stream: bool) {
+/// Copies `src` into `dst` streaming ([`copy`]) or with ordinary stores:
+/// into a part of the segment that another rank reads next
+/// ([`super::team::Team::streams`]), or into an application's buffer
+/// ([`super::team::Team::streams_out`]).
+pub fn copy_with(dst: &mut [u8], src: &[u8], stream: bool) {
     if stream {
         copy(dst, src);
     } else {
