@@ -119,10 +119,14 @@ pub fn flat<C: Combiner + ?Sized>(
     while off < n {
         let len = chunk.min(n - off);
         let s = team.next_step();
+        // Whether an Allreduce's chunk travels in lines ([`Team::put_lines`],
+        // never where the stores are timed; the same on every rank).
+        let lines = root.is_none() && pick.is_none() && Team::in_lines(len);
         if writes_area {
             let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
             match pick {
                 Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.method == Stores::Streaming)),
+                None if lines => team.put_lines(s, input),
                 None => team.put(s, input),
             }
         }
@@ -140,12 +144,26 @@ pub fn flat<C: Combiner + ?Sized>(
                 // copied in is in cache already.
                 _ => prefetch::small(&bufs.recv[off..off + len], prefetch::SHORT_WAIT),
             }
-            team.wait_others_data(s, len);
+            let mut copies = std::mem::take(&mut team.state.line_copies);
+            if lines {
+                // Every chunk out of its lines, this rank's too if it has
+                // no send buffer to read it from.
+                copies.resize(team.size * len, 0);
+                for (r, copy) in copies.chunks_exact_mut(len).enumerate() {
+                    if r != me || bufs.send.is_none() {
+                        team.wait_lines(r, s, copy);
+                    }
+                }
+            } else {
+                team.wait_others_data(s, len);
+            }
             let part = |r: usize| match bufs.send {
                 Some(send) if r == me => &send[off..off + len],
+                _ if lines => &copies[r * len..(r + 1) * len],
                 _ => team.area_bytes(r, s, len),
             };
             stopwatch.time(|| fold(team.size, part, &mut bufs.recv[off..off + len], combiner));
+            team.state.line_copies = copies;
         }
         team.finish(s);
         off += len;

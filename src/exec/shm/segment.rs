@@ -52,8 +52,19 @@ pub struct Geometry {
 /// and lengths for zero copy).
 pub const PUBLISHED: usize = 6;
 
-/// Bytes of data that travel in a slot, next to their step.
+/// Bytes of data that travel in a slot's line, next to their step.
 pub const INLINE: usize = 56;
+
+/// Lines of a slot: an Allreduce chunk of up to `LINES * INLINE` bytes
+/// travels in lines that each carry its step
+/// ([`super::team::Team::put_lines`]). 2 ranks, cores apart, against a
+/// chunk area: 64 B 0.62-0.63 against 0.87-0.88 us, 128 B 0.71-0.73
+/// against 0.90-0.94, 168 B 0.74-0.77 against 0.90-0.92. Not beyond: with
+/// 16 lines, 512 and 896 B got slower (0.70-0.73 against 0.57 us, 0.87-0.91
+/// against 0.61, cores sharing a cache), the readers polling lines not yet
+/// written. Two under test, so that the threaded tests' chunks go both
+/// ways.
+pub const LINES: usize = if cfg!(test) { 2 } else { 3 };
 
 /// Slots per rank: a step's slot is reused [`SLOTS`] steps later, so a
 /// writer of small messages looks at its readers' progress only that often.
@@ -70,12 +81,17 @@ pub struct Control {
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],
-    /// Small messages, step `s` in slot `s % SLOTS`.
+    /// Small messages, step `s` in slot `s % SLOTS`: its first line here,
+    /// next to the other slots' (a message of one line is where it was
+    /// before slots had more lines, which kept the timings of 8-56 B
+    /// calls as they were), the others in `more_lines`.
     pub slots: [Slot; SLOTS],
+    pub more_lines: [[Slot; LINES - 1]; SLOTS],
 }
 
 /// Up to [`INLINE`] bytes of one step and the step's number, in one cache
 /// line: a reader waiting for the step has the data with the same miss.
+/// A slot is [`LINES`] of them; a message of one line uses the first.
 #[repr(C, align(64))]
 pub struct Slot {
     pub step: AtomicU64,
@@ -201,9 +217,13 @@ impl Segment {
         unsafe { self.base.add(self.geo.chunk_area(r, parity)) }
     }
 
-    /// Rank `r`'s slot for small data of step `s`.
-    pub fn slot(&self, r: usize, s: u64) -> &Slot {
-        &self.control(r).slots[s as usize % SLOTS]
+    /// Line `i` of rank `r`'s slot for small data of step `s`.
+    pub fn slot(&self, r: usize, s: u64, i: usize) -> &Slot {
+        let control = self.control(r);
+        match i {
+            0 => &control.slots[s as usize % SLOTS],
+            _ => &control.more_lines[s as usize % SLOTS][i - 1],
+        }
     }
 
     pub fn queue_slot(&self, r: usize, slot: usize) -> *mut u8 {
@@ -225,7 +245,7 @@ mod tests {
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
         let geo = Geometry { ranks: 3, chunk: 4096, allreduce_chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
-        assert_eq!(std::mem::size_of::<Control>(), (3 + SLOTS) * LINE);
+        assert_eq!(std::mem::size_of::<Control>(), (3 + SLOTS * LINES) * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);
