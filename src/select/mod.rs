@@ -213,6 +213,21 @@ mod tests {
     }
 
     #[test]
+    fn a_reduce_on_one_node_at_two_ranks_partitions_mid_sizes() {
+        let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
+        let pick = |p: usize, bytes: usize| {
+            let d = CallDesc { topo: node, ..desc(Coll::Reduce, p, bytes) };
+            match decide(&Config::default(), &d, Some(bytes)) {
+                Decision::Run(a, _, _) => a.name,
+                other => panic!("{other:?}"),
+            }
+        };
+        let at_two: Vec<_> = [1 << 10, 4 << 10, 128 << 10, 256 << 10, 4 << 20].map(|bytes| pick(2, bytes)).into();
+        assert_eq!(at_two, ["shm_flat", "shm_partition", "shm_partition", "shm_flat", "shm_flat"]);
+        assert_eq!(pick(4, 32 << 10), "shm_flat");
+    }
+
+    #[test]
     fn reproducible_reductions_run_only_canonical_algorithms() {
         let name = |d: Decision| match d {
             Decision::Run(a, _, reason) => (a.name, reason.to_string()),
