@@ -24,8 +24,7 @@ allreduce nodes=1 shm_partition
 # halves the root's share (flat: it waits for the whole copy-in, then
 # combines all), 32 KiB 7.6 against 12.4 us, 128 KiB 28-29 against
 # 32-34; from 512 KiB the flat chunks' pipeline wins (105 against 114).
-reduce nodes=1 bytes<4K shm_flat
-reduce nodes=1 p<3 bytes<256K shm_partition
+reduce nodes=1 p<3 bytes>=4K bytes<256K shm_partition
 reduce nodes=1 bytes<64K shm_flat
 reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy

@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 use super::choice::{Alternative, TimedChoice};
 
-/// Vector bytes from which a flat Allreduce chooses (PCOLL_SHM_STREAM's
-/// default: below, copies into the segment use ordinary stores anyway).
+/// Vector bytes from which a flat Allreduce chooses: PCOLL_SHM_STREAM's
+/// default (below, copies into the segment use ordinary stores anyway).
 /// From 4 KiB a call is long enough to time (a few us), and where the
 /// cores share a cache ordinary stores gain there too: 2 ranks, 4 KiB
 /// 1.55-1.69 against 1.75-1.84 us, 8 KiB 2.27-2.36 against 2.69-2.83, 32
 /// KiB 7.7-8.3 against 9.0-9.8 (both MPIs). Small under test, so that the
 /// threaded tests run both kinds.
-pub const ADAPT_FROM: usize = if cfg!(test) { 256 } else { 4 << 10 };
+pub const ADAPT_FROM: usize = if cfg!(test) { 256 } else { super::team::STREAM_FROM };
 
 /// The stores of a copy into the segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
