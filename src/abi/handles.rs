@@ -161,6 +161,10 @@ impl Combiner for Combine {
             }
         }
     }
+
+    fn cheap_in_pieces(&self) -> bool {
+        matches!(self, Combine::Native(_))
+    }
 }
 
 /// Whether `op` is a user-defined operator (its handle may come to mean

@@ -136,6 +136,13 @@ pub trait Combiner {
         out.copy_from_slice(second);
         self.combine(first, out);
     }
+
+    /// Whether a vector combined in pieces of a KiB costs about what it
+    /// costs whole: true of a kernel, not of a call into the host MPI per
+    /// piece.
+    fn cheap_in_pieces(&self) -> bool {
+        true
+    }
 }
 
 /// Splits a transfer of `len` bytes into pieces of at most `max` bytes, as

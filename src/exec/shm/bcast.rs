@@ -98,7 +98,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
-            super::stream::copy_with(&mut data[off..off + len], team.wait_data(root, s, len), stream_out);
+            super::stream::copy_out(&mut data[off..off + len], team.wait_data(root, s, len), stream_out);
         }
         team.finish(s);
         off += len;
@@ -185,7 +185,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // before notifying (acquired above) and will not refill it
                 // before this rank counts out of the set.
                 let slot = unsafe { std::slice::from_raw_parts(team.seg.queue_slot(root, index), len) };
-                data[sent..sent + len].copy_from_slice(slot);
+                super::stream::copy_out(&mut data[sent..sent + len], slot, false);
                 sent += len;
                 index += 1;
             }

@@ -37,7 +37,7 @@
 
 use super::hier::{between_nodes_call, Part};
 use super::reduce::{
-    fold, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK,
+    fold, fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK,
 };
 use super::team::Team;
 use crate::core::call::{CallDesc, GatherLayout};
@@ -103,7 +103,7 @@ fn zero_copy(
             }
             let mine = own_part(bufs.send, bufs.recv, own, at, len);
             let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
-            fold(q, part, &mut bufs.recv[at..at + len], c);
+            fold_out(q, part, &mut bufs.recv[at..at + len], unit, c);
             at += len;
         }
         between(&mut bufs.recv[lo..hi]);
@@ -158,7 +158,8 @@ fn copy_in(
         for j in 0..l {
             team.wait_ready(j, t);
             let part = bytes(j);
-            bufs.recv[off + part.start..off + part.end].copy_from_slice(&team.area_bytes(j, t, len)[part]);
+            let result = &team.area_bytes(j, t, len)[part.clone()];
+            super::stream::copy_out(&mut bufs.recv[off + part.start..off + part.end], result, false);
         }
         team.finish(t);
         off += len;

@@ -97,7 +97,7 @@ impl Gather<'_> {
     fn place_own_block(&mut self, team: &Team<'_>) {
         if !self.in_place {
             let (off, len) = self.layout.blocks[team.rank];
-            super::stream::copy_with(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
+            super::stream::copy_out(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
         }
     }
 }
@@ -167,14 +167,14 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 team.wait_ready(r, s);
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
                 let head = len - through_segment(team, mode, len);
-                g.recv[off + head..off + len].copy_from_slice(team.area_bytes(r, s, len - head));
+                super::stream::copy_out(&mut g.recv[off + head..off + len], team.area_bytes(r, s, len - head), false);
                 while let Some(piece) = claim(claims, pieces(head), End::Back) {
                     let at = piece_bytes(piece, head);
                     peers.read(r, from + at.start, &mut g.recv[off + at.start..off + at.end]);
                 }
                 team.wait_ready(r, t);
             } else {
-                g.recv[off..off + len].copy_from_slice(team.wait_data(r, s, len));
+                super::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false);
             }
         }
     } else if direct(g.send.len()) {
@@ -308,7 +308,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
                 let (off, len) = g.layout.blocks[r];
                 let range = piece(round, len);
                 let bytes = team.area_bytes(r, s, range.len());
-                g.recv[off + range.start..off + range.end].copy_from_slice(bytes);
+                super::stream::copy_out(&mut g.recv[off + range.start..off + range.end], bytes, false);
             }
         }
         team.finish(s);

@@ -22,7 +22,10 @@
 //! block (8 KiB: 2.4 -> 2.8 us). Gatherv has none.
 //!
 //! Larger buffers are left to the hardware prefetchers, which follow a
-//! stream of misses on their own once the copy runs.
+//! stream of misses on their own once the copy runs; but not the misses
+//! of stores, which [`ahead_of_stores`] asks for.
+
+use std::ops::Range;
 
 /// For a wait on a peer's copy of the same data (a Reduce root, a Bcast
 /// reader): buffers up to this many bytes are prefetched.
@@ -35,22 +38,91 @@ pub const SHORT_WAIT: usize = 4 << 10;
 /// brought into this core's cache. A hint: no effect on what the program
 /// computes, and nothing where the processor has no such instruction.
 pub fn small(bytes: &[u8], up_to: usize) {
-    if bytes.is_empty() || bytes.len() > up_to {
-        return;
+    if !bytes.is_empty() && bytes.len() <= up_to {
+        let at = bytes.as_ptr() as usize;
+        lines(at, at + bytes.len());
     }
+}
+
+/// How far ahead of its stores a copy or a combination into an
+/// application's buffer asks for the lines it is about to write.
+pub const STORES_AHEAD: usize = 2 << 10;
+/// Bytes written between two such requests. Tiny under test, as is
+/// [`AHEAD_FROM`], so that the threaded tests write in pieces.
+const PIECE: usize = if cfg!(test) { 24 } else { 1 << 10 };
+/// Destinations shorter than this are written in one piece, unasked.
+pub const AHEAD_FROM: usize = if cfg!(test) { 100 } else { 32 << 10 };
+
+/// Runs `work(range, &mut dst[range])` over `dst`: from [`AHEAD_FROM`]
+/// bytes in pieces of whole `unit`-byte elements, asking for each line of
+/// `dst` [`STORES_AHEAD`] bytes before `work` writes it.
+///
+/// An application's buffer is often cold (the benchmark's always are),
+/// and a store to a line not in cache first reads the line; the hardware
+/// prefetchers follow loads, not stores, so those reads otherwise come one
+/// or two at a time. Measured on the 2-vCPU Xeon VM, both processes at
+/// once, into cold lines from cached ones: a sum of two vectors of
+/// doubles took 10.7 us for 64 KiB without the requests and 9.4 with,
+/// 128 KiB 20.5 against 16.9, 32 KiB 5.4 against 5.1; glibc's memcpy
+/// (which avoids the reads where it uses `rep movsb`) 12.5 against 10.7
+/// us for 128 KiB, 227 against 200 for 2 MiB, and no gain at 32 KiB.
+/// Below that the pieces cost more than the requests save (an 8 KiB copy
+/// 0.56 against 1.3 us).
+pub fn ahead_of_stores(dst: &mut [u8], unit: usize, mut work: impl FnMut(Range<usize>, &mut [u8])) {
+    let len = dst.len();
+    if len < AHEAD_FROM {
+        return work(0..len, dst);
+    }
+    let piece = (PIECE / unit).max(1) * unit;
+    let at = dst.as_ptr() as usize;
+    lines(at, at + STORES_AHEAD);
+    let mut done = 0;
+    while done < len {
+        let end = (done + piece).min(len);
+        lines(at + (done + STORES_AHEAD).min(len), at + (end + STORES_AHEAD).min(len));
+        work(done..end, &mut dst[done..end]);
+        done = end;
+    }
+}
+
+/// Asks for the lines of the addresses `start..end`.
+fn lines(start: usize, end: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         const LINE: usize = 64;
-        let start = bytes.as_ptr() as usize & !(LINE - 1);
-        let end = bytes.as_ptr() as usize + bytes.len();
-        for line in (start..end).step_by(LINE) {
+        for line in (start & !(LINE - 1)..end).step_by(LINE) {
             // A read hint: the lines are private to this process, so each
             // arrives exclusive and a later store to it needs no transfer.
             // SAFETY: a prefetch never faults and changes nothing the
             // program can observe, whatever the address; SSE is part of
             // x86-64.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(line as *const i8) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (start, end);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pieces_cover_the_buffer_in_order_on_element_boundaries() {
+        for (len, unit) in
+            [(0, 1), (5, 1), (1024, 1), (40000, 1), (32768, 8), (32768 * 3 + 24, 12), (50000, 16), (40000, 1000)]
+        {
+            let mut dst = vec![0u8; len];
+            let mut next = 0;
+            super::ahead_of_stores(&mut dst, unit, |range, piece| {
+                assert_eq!(range.start, next);
+                assert_eq!(piece.len(), range.len());
+                assert!(range.end == len || range.len() % unit == 0, "{len} {unit} {range:?}");
+                assert!(len < super::AHEAD_FROM || range.len() <= super::PIECE.max(unit));
+                piece.fill(1);
+                next = range.end;
+            });
+            assert_eq!(next, len);
+            assert!(dst.iter().all(|&b| b == 1));
         }
     }
 }

@@ -61,6 +61,24 @@ pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8]
     }
 }
 
+/// [`fold`] into an application's buffer of `unit`-byte elements, asking
+/// for its lines ahead of the stores ([`prefetch::ahead_of_stores`])
+/// where the combiner is cheap in pieces (a user-defined operator, called
+/// through the host MPI, folds the whole vector at once).
+pub fn fold_out<'p, C: Combiner + ?Sized>(
+    p: usize,
+    part: impl Fn(usize) -> &'p [u8],
+    out: &mut [u8],
+    unit: usize,
+    combiner: &C,
+) {
+    if combiner.cheap_in_pieces() {
+        prefetch::ahead_of_stores(out, unit, |range, out| fold(p, |r| &part(r)[range.clone()], out, combiner));
+    } else {
+        fold(p, part, out, combiner);
+    }
+}
+
 /// The vector's length (the receive buffer is empty at a Reduce non-root).
 pub(super) fn vector_len(bufs: &Buffers<'_>) -> usize {
     bufs.send.map_or(bufs.recv.len(), <[u8]>::len)
@@ -162,7 +180,7 @@ pub fn flat<C: Combiner + ?Sized>(
                 _ if lines => &copies[r * len..(r + 1) * len],
                 _ => team.area_bytes(r, s, len),
             };
-            stopwatch.time(|| fold(team.size, part, &mut bufs.recv[off..off + len], combiner));
+            stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, combiner));
             team.state.line_copies = copies;
         }
         team.finish(s);
@@ -223,7 +241,7 @@ pub fn partition<C: Combiner + ?Sized>(
         };
         if gets_result(me) {
             let out = &mut bufs.recv[off + mine.start..off + mine.end];
-            fold(p, part, out, combiner);
+            fold_out(p, part, out, unit, combiner);
             if others_need {
                 let stream = team.streams(out.len());
                 super::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
@@ -237,7 +255,8 @@ pub fn partition<C: Combiner + ?Sized>(
             for j in (0..p).filter(|&j| j != me) {
                 team.wait_ready(j, t);
                 let theirs = bytes(j);
-                bufs.recv[off + theirs.start..off + theirs.end].copy_from_slice(&team.area_bytes(j, t, len)[theirs]);
+                let result = &team.area_bytes(j, t, len)[theirs.clone()];
+                super::stream::copy_out(&mut bufs.recv[off + theirs.start..off + theirs.end], result, false);
             }
         }
         team.finish(t);
@@ -293,7 +312,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
         let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
         let out: &mut [u8] =
             if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
-        fold(p, part, out, combiner);
+        fold_out(p, part, out, unit, combiner);
         for r in (0..p).filter(|&r| r != me && root.is_none_or(|root| root == r)) {
             peers.write(r, team.word(r, s, OUTPUT) as usize + at, out);
         }

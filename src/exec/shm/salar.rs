@@ -332,7 +332,7 @@ impl Pipeline {
                 team.writable(cstep);
                 let result = &net.local()[w.output..w.output + len];
                 team.put(cstep, result);
-                recv[off..off + len].copy_from_slice(result);
+                super::stream::copy_out(&mut recv[off..off + len], result, false);
                 if i == chunks {
                     team.set_word(cstep, NEXT_CHUNK, next as u64);
                 }
@@ -403,7 +403,7 @@ impl Pipeline {
                 let (off, len) = self.chunk(i - 1);
                 let cstep = team.next_step();
                 team.wait_ready(0, cstep);
-                recv[off..off + len].copy_from_slice(team.area_bytes(0, cstep, len));
+                super::stream::copy_out(&mut recv[off..off + len], team.area_bytes(0, cstep, len), false);
                 if i == chunks {
                     next = team.word(0, cstep, NEXT_CHUNK) as usize;
                 }

@@ -14,15 +14,25 @@
 //! Below a few KiB the flag round trip dominates and ordinary stores win,
 //! so streaming starts at a size (PCOLL_SHM_STREAM).
 
-/// Copies `src` into `dst` streaming ([`copy`]) or with ordinary stores:
-/// into a part of the segment that another rank reads next
-/// ([`super::team::Team::streams`]), or into an application's buffer
-/// ([`super::team::Team::streams_out`]).
+/// Copies `src` into a part of the segment that another rank reads next,
+/// streaming ([`copy`]) or with ordinary stores
+/// ([`super::team::Team::streams`]).
 pub fn copy_with(dst: &mut [u8], src: &[u8], stream: bool) {
     if stream {
         copy(dst, src);
     } else {
         dst.copy_from_slice(src);
+    }
+}
+
+/// Copies `src` into an application's buffer `dst`: streaming
+/// ([`super::team::Team::streams_out`]), or with ordinary stores whose
+/// lines are asked for ahead of them ([`super::prefetch::ahead_of_stores`]).
+pub fn copy_out(dst: &mut [u8], src: &[u8], stream: bool) {
+    if stream {
+        copy(dst, src);
+    } else {
+        super::prefetch::ahead_of_stores(dst, 1, |range, dst| dst.copy_from_slice(&src[range]));
     }
 }
 
