@@ -347,6 +347,9 @@ impl Node {
             for line in state.stores.summary("vectors") {
                 log::info!("node layer, shm_flat Allreduce copy-in: {line}");
             }
+            for line in state.reduce_stores.summary("vectors") {
+                log::info!("node layer, shm Reduce copy-in as root: {line}");
+            }
             for line in state.bcast.summary("messages") {
                 log::info!("node layer, shm Bcast as root: {line}");
             }

@@ -5,7 +5,9 @@
 //!   every rank (Allreduce) or the root (Reduce) combines all areas. One
 //!   synchronisation per chunk. Cost per chunk: `c + (p-1) t_flag + p c_γ`.
 //!   An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK) and picks
-//!   its copy-in stores by timing its calls ([`stores`]).
+//!   its copy-in stores by timing its calls ([`stores`]); a Reduce (here
+//!   and in **partition**) copies in with the stores its root picks
+//!   ([`stores::announce`], one more synchronisation per call).
 //! - **partition** (seed 003's data partitioning, copy-in): every rank
 //!   copies into its area the slices the others combine (all but its own
 //!   slice `i`, which it reads from its send buffer), then combines slice
@@ -125,6 +127,7 @@ pub fn flat<C: Combiner + ?Sized>(
     };
     let adapts = root.is_none() && team.settings.adapt && n >= stores::ADAPT_FROM && team.streams(chunk.min(n));
     let pick = adapts.then(|| team.state.stores.pick(n));
+    let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
     let mut stopwatch = Stopwatch::new(adapts);
     let me = team.rank;
     let folds = root.is_none_or(|r| r == me);
@@ -145,7 +148,7 @@ pub fn flat<C: Combiner + ?Sized>(
             match pick {
                 Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.method == Stores::Streaming)),
                 None if lines => team.put_lines(s, input),
-                None => team.put(s, input),
+                None => team.put_stored(s, input, stores::streams(rooted.as_ref(), team, len)),
             }
         }
         team.publish(s);
@@ -194,6 +197,9 @@ pub fn flat<C: Combiner + ?Sized>(
             );
         }
     }
+    if let Some(rooted) = rooted {
+        rooted.record(team, n);
+    }
 }
 
 /// Partitioned reduction with copy-in (see the module documentation).
@@ -208,6 +214,9 @@ pub fn partition<C: Combiner + ?Sized>(
     let chunk = chunk_len(team, unit);
     let (me, p) = (team.rank, team.size);
     let gets_result = |r: usize| root.is_none_or(|root| root == r);
+    // The largest copy in: all but one slice of a chunk.
+    let copy = chunk.min(n) - slice_bytes(0, p, chunk.min(n), unit).len();
+    let rooted = root.and_then(|root| stores::announce(team, n, root, copy));
     let mut off = 0;
     while off < n {
         let len = chunk.min(n - off);
@@ -224,7 +233,7 @@ pub fn partition<C: Combiner + ?Sized>(
             let area = team.my_area_bytes(s, len);
             let pieces = if bufs.send.is_some() { [0..mine.start, mine.end..len] } else { [0..len, len..len] };
             for piece in pieces.into_iter().filter(|piece| !piece.is_empty()) {
-                let stream = team.streams(piece.len());
+                let stream = stores::streams(rooted.as_ref(), team, piece.len());
                 super::stream::copy_with(&mut area[piece.clone()], &input[piece], stream);
             }
         }
@@ -243,7 +252,7 @@ pub fn partition<C: Combiner + ?Sized>(
             let out = &mut bufs.recv[off + mine.start..off + mine.end];
             fold_out(p, part, out, unit, combiner);
             if others_need {
-                let stream = team.streams(out.len());
+                let stream = stores::streams(rooted.as_ref(), team, out.len());
                 super::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
             }
         } else {
@@ -261,6 +270,9 @@ pub fn partition<C: Combiner + ?Sized>(
         }
         team.finish(t);
         off += len;
+    }
+    if let Some(rooted) = rooted {
+        rooted.record(team, n);
     }
 }
 

@@ -1,4 +1,5 @@
-//! Which stores a flat Allreduce's copy-in uses, chosen by timing calls.
+//! Which stores a flat Allreduce's or a Reduce's copy-in uses, chosen by
+//! timing calls.
 //!
 //! Streaming stores ([`super::stream`]) leave a copied chunk in memory;
 //! ordinary stores leave it in the writer's cache. Where the two cores
@@ -18,15 +19,29 @@
 //! vector is), so ranks explore on the same call. Each decides alone: the
 //! kind of stores changes nothing a reader sees but its speed.
 //!
+//! A Reduce's copy-in costs its writers little either way; its cost is in
+//! the root's reads. So the root chooses for everyone ([`announce`]): it
+//! times its whole call (from its arrival to its last fold or copy-out)
+//! and publishes its pick in a step of its own, which the others wait for
+//! before they copy in. 2 ranks, cores that share a cache, streaming
+//! against ordinary stores throughout: `shm_partition` 4 KiB 1.72 against
+//! 1.79 us, 32 KiB 7.8 against 7.0-7.3, 128 KiB 29.1 against 25.3;
+//! `shm_flat` 512 KiB 107 against 89, 2 MiB 391 against 309.
+//!
 //! Limitations: a rank's time reflects its peers' stores as much as its
 //! own (its folds read their areas), which works because ranks explore
-//! together. Cost: where ordinary stores lose, one call in 64 is 2-3 times
-//! slower, about 3% on average. Memory: a few words per class. Seed: none
-//! (pcoll's own, from the measurements above).
+//! together; a Reduce root's time includes the others' lateness. Where
+//! ranks outnumber cores a Reduce streams, untimed (its non-roots would
+//! wait for the root to be scheduled). Cost: where ordinary stores lose,
+//! one call in 64 is 2-3 times slower, about 3% on average; a Reduce's
+//! non-roots wait for the root's arrival before they copy in. Memory: a
+//! few words per class. Seed: none (pcoll's own, from the measurements
+//! above).
 
 use std::time::{Duration, Instant};
 
-use super::choice::{Alternative, TimedChoice};
+use super::choice::{Alternative, Pick, TimedChoice};
+use super::team::Team;
 
 /// Vector bytes from which a flat Allreduce chooses: PCOLL_SHM_STREAM's
 /// default (below, copies into the segment use ordinary stores anyway).
@@ -60,6 +75,62 @@ impl Alternative for Stores {
 
 /// One rank's timings of its copy-in stores.
 pub type StoreChoice = TimedChoice<Stores>;
+
+/// The published word of a Reduce's announcing step: the root's stores.
+const STORES: usize = 0;
+
+/// The stores of one Reduce's copy-ins into the segment, as its root
+/// chose them ([`announce`]); the root also times the call.
+pub struct RootPick {
+    stores: Stores,
+    timing: Option<(Pick<Stores>, Instant)>,
+}
+
+/// Where a Reduce of `n` bytes to `root` chooses its stores (from
+/// [`ADAPT_FROM`], with PCOLL_SHM_ADAPT, ranks no more than cores, and
+/// copies of `copy` bytes that would stream): one step in which the root
+/// publishes its pick and the others read it. The same decision on every
+/// rank (a Reduce's vector is the same length everywhere).
+pub fn announce(team: &mut Team<'_>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
+    let settings = team.settings;
+    if !settings.adapt || settings.oversubscribed || n < ADAPT_FROM || !team.streams(copy) {
+        return None;
+    }
+    let start = Instant::now();
+    let s = team.next_step();
+    team.writable(s);
+    let pick = (team.rank == root).then(|| team.state.reduce_stores.pick(n));
+    if let Some(pick) = pick {
+        team.set_word(s, STORES, pick.method.index() as u64);
+        team.publish(s);
+    } else {
+        team.wait_ready(root, s);
+    }
+    let stores = Stores::BOTH[team.word(root, s, STORES) as usize];
+    team.finish(s);
+    Some(RootPick { stores, timing: pick.map(|pick| (pick, start)) })
+}
+
+/// Whether a copy of `len` bytes into the segment streams: where it is
+/// long enough to ([`Team::streams`]), unless the root picked ordinary
+/// stores.
+pub fn streams(pick: Option<&RootPick>, team: &Team<'_>, len: usize) -> bool {
+    pick.is_none_or(|pick| pick.stores == Stores::Streaming) && team.streams(len)
+}
+
+impl RootPick {
+    /// At the end of the call: the root counts its time.
+    pub fn record(self, team: &mut Team<'_>, n: usize) {
+        if let Some((pick, start)) = self.timing {
+            if let Some(change) = team.state.reduce_stores.record(pick, n, start.elapsed()) {
+                log::debug!(
+                    "shm Reduce of {} B and more to this root: copies in now with {change}",
+                    StoreChoice::class_bytes(&pick)
+                );
+            }
+        }
+    }
+}
 
 /// Adds up the time of the parts of a call it is asked to time; does
 /// nothing (not even read the clock) when off.

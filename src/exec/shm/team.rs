@@ -62,6 +62,8 @@ pub struct TeamState {
     pub queue_op: u64,
     /// Flat Allreduce's timings of its copy-in stores.
     pub stores: StoreChoice,
+    /// Reduce's timings of the others' copy-in stores, as root.
+    pub reduce_stores: StoreChoice,
     /// Bcast's timings of its methods, as root.
     pub bcast: TimedChoice<Method>,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.

@@ -188,6 +188,27 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
     }
 }
 
+/// `recv` holds the results for elements `first..` of a reduction of `p`.
+fn assert_elements_from(recv: &[u8], p: usize, first: usize, context: impl Fn() -> String) {
+    for (j, e) in recv.chunks_exact(8).enumerate() {
+        let got = u64::from_le_bytes(e.try_into().unwrap());
+        assert_eq!(got, expected(p, first + j), "{} element {j}", context());
+    }
+}
+
+/// After calls from roots `0..roots`: a rank has timed both methods
+/// exactly if it was a root and ranks did not outnumber cores.
+fn assert_roots_timed_both<K: super::choice::Alternative>(
+    choice: &super::choice::TimedChoice<K>,
+    p: usize,
+    rank: usize,
+    roots: usize,
+    oversubscribed: bool,
+) {
+    let timed_both = !choice.summary("calls").is_empty();
+    assert_eq!(timed_both, rank < roots && !oversubscribed, "p={p} rank {rank} oversubscribed={oversubscribed}");
+}
+
 /// Flat Allreduce from [`super::stores::ADAPT_FROM`] bytes, long enough
 /// for the warm-up, both trial calls and an exploring one, with ranks that
 /// drift apart (so their timings, and maybe their choices, differ): exact
@@ -212,15 +233,53 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
                 let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
                 jitter(&mut rng);
                 reduce::flat(team, &mut bufs, 8, None, &op);
-                for (j, e) in recv.chunks_exact(8).enumerate() {
-                    let got = u64::from_le_bytes(e.try_into().unwrap());
-                    assert_eq!(
-                        got,
-                        expected(p, first + j),
-                        "p={p} rank={rank} call={call} in_place={in_place} element {j}"
-                    );
-                }
+                assert_elements_from(&recv, p, first, || format!("p={p} rank={rank} call={call} in_place={in_place}"));
             }
+        });
+    }
+}
+
+/// Flat and partitioned Reduce from [`super::stores::ADAPT_FROM`] bytes
+/// to several roots, long enough for each root's warm-up, both trial
+/// calls and an exploring one, with ranks that drift apart: exact
+/// whichever stores the root picks for everyone, and every root has timed
+/// both; where ranks outnumber cores, untimed. Each call's elements are
+/// new, so data left over from an earlier call would show.
+#[test]
+fn adaptive_reduce_is_exact_with_either_stores() {
+    use super::choice::EXPLORE;
+    use super::stores::ADAPT_FROM;
+    let count = ADAPT_FROM / 8 * 3 + 5;
+    for (p, oversubscribed) in [(2, false), (3, false), (5, false), (3, true)] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            assert!(team.settings.adapt);
+            team.settings.oversubscribed = oversubscribed;
+            let op = Interval { combined: AtomicU64::new(0) };
+            let mut rng = Rng(p as u64 * 37 + rank as u64);
+            let roots = p.min(2);
+            for call in 0..roots * (EXPLORE as usize + 8) {
+                let root = call % roots;
+                let first = call * count;
+                let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
+                let in_place = rank == root && call % 5 == 4;
+                let mut recv = match (rank == root, in_place) {
+                    (true, true) => input.clone(),
+                    (true, false) => vec![0xEE; count * 8],
+                    (false, _) => Vec::new(),
+                };
+                let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
+                jitter(&mut rng);
+                let partitioned = call % 3 == 1;
+                if partitioned {
+                    reduce::partition(team, &mut bufs, 8, Some(root), &op);
+                } else {
+                    reduce::flat(team, &mut bufs, 8, Some(root), &op);
+                }
+                assert_elements_from(&recv, p, first, || {
+                    format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
+                });
+            }
+            assert_roots_timed_both(&team.state.reduce_stores, p, rank, roots, oversubscribed);
         });
     }
 }
@@ -369,12 +428,7 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
                     "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}"
                 );
             }
-            let timed_both = !team.state.bcast.summary("messages").is_empty();
-            assert_eq!(
-                timed_both,
-                rank < roots && !oversubscribed,
-                "p={p} rank {rank} oversubscribed={oversubscribed}"
-            );
+            assert_roots_timed_both(&team.state.bcast, p, rank, roots, oversubscribed);
         });
     }
 }
