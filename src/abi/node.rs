@@ -350,6 +350,9 @@ impl Node {
             for line in state.reduce_stores.summary("vectors") {
                 log::info!("node layer, shm Reduce copy-in as root: {line}");
             }
+            for line in state.gatherv_stores.summary("blocks") {
+                log::info!("node layer, shm Gatherv copy-in as root: {line}");
+            }
             for line in state.bcast.summary("messages") {
                 log::info!("node layer, shm Bcast as root: {line}");
             }

@@ -37,7 +37,7 @@ pub const EXPLORE: u64 = 64;
 
 /// Size classes: `FROM << i`, the last one open-ended (a flat
 /// Allreduce's stores: 4 KiB to 128 MiB).
-const CLASSES: usize = 16;
+pub const CLASSES: usize = 16;
 
 /// Two ways of running a call, the first of them the default.
 pub trait Alternative: Copy + Eq + Debug + Display {
@@ -129,9 +129,14 @@ impl<K> Default for TimedChoice<K> {
 }
 
 impl<K: Alternative> TimedChoice<K> {
+    /// The size class of a call of `len` bytes.
+    pub fn class(len: usize) -> usize {
+        ((len.max(K::FROM) / K::FROM).ilog2() as usize).min(CLASSES - 1)
+    }
+
     /// The method of this call of `len` bytes.
     pub fn pick(&mut self, len: usize) -> Pick<K> {
-        let class = ((len.max(K::FROM) / K::FROM).ilog2() as usize).min(CLASSES - 1);
+        let class = Self::class(len);
         let c = &mut self.classes[class];
         let call = c.calls;
         c.calls += 1;

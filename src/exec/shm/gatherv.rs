@@ -21,7 +21,9 @@
 //!   buffer). The root knows every block's length, hence every owner's
 //!   choice, and waits for each accordingly. Two steps per call. From
 //!   PCOLL_SHM_STREAM_OUT bytes the root copies its own block with
-//!   streaming stores ([`super::team::STREAM_OUT_FROM`]).
+//!   streaming stores ([`super::team::STREAM_OUT_FROM`]). Copies into
+//!   the owners' areas use the stores the root wants
+//!   ([`super::stores::ReaderChoice`]).
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
@@ -56,6 +58,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::stores;
 use super::team::{PeerMemory, Team};
 use crate::core::call::GatherLayout;
 
@@ -145,8 +148,10 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let t = team.next_step();
     // Whether the root reads part of this rank's block from its send buffer.
     let mut root_reads = false;
+    let mut timing = None;
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
+        timing = stores::reader_start(team, others().map(|(_, (_, len))| len));
         // Only ranks with direct blocks wait for step s: without any, the
         // root leaves its flags alone (a reader of them would cost each
         // small block a cache-line transfer).
@@ -190,7 +195,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         team.writable(s);
         let head = len - through_segment(team, mode, len);
         let end = &g.send[head..];
-        super::stream::copy_with(team.my_area_bytes(s, end.len()), end, team.streams(end.len()));
+        let stream = stores::wanted_streams(team, g.root, len, end.len());
+        super::stream::copy_with(team.my_area_bytes(s, end.len()), end, stream);
         let claims = team.shared_word(me, s, CLAIMS);
         claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
@@ -201,8 +207,15 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         }
         // Every piece is claimed now, so this count is final.
         root_reads = claims.load(Relaxed) & BACK != 0;
+    } else if team.streams(g.send.len()) {
+        team.writable(s);
+        let stream = stores::wanted_streams(team, g.root, g.send.len(), g.send.len());
+        team.put_stored(s, g.send, stream);
     } else {
         team.put(s, g.send);
+    }
+    if let Some(timing) = timing {
+        stores::reader_end(team, timing);
     }
     // Done with both steps (the root has copied every area it waited for,
     // the others read nothing more of the root's), then published: this

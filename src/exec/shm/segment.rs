@@ -9,6 +9,7 @@
 //! ```text
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
+//!                                 stores wanted as Gatherv root (one line)
 //!                                 small-message slots (one line each)
 //!                                 fragment controls[s] (one line each)
 //!                   chunk area 0 | chunk area 1   (double buffer by step parity)
@@ -18,7 +19,7 @@
 //! Nothing here is specific to MPI: tests map a segment in a heap buffer
 //! and run ranks as threads.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicU8};
 
 /// Cache line: every flag has one of its own (no false sharing).
 pub const LINE: usize = 64;
@@ -81,6 +82,10 @@ pub struct Control {
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],
+    /// The stores this rank, as a Gatherv root, wants the others to copy
+    /// in with, per size class ([`super::stores::ReaderChoice`]); 0 (the
+    /// zeroed segment's) is streaming. Written rarely, in a line of its own.
+    pub stores_wanted: [AtomicU8; LINE],
     /// Small messages, step `s` in slot `s % SLOTS`: its first line here,
     /// next to the other slots' (a message of one line is where it was
     /// before slots had more lines, which kept the timings of 8-56 B
@@ -245,7 +250,7 @@ mod tests {
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
         let geo = Geometry { ranks: 3, chunk: 4096, allreduce_chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
-        assert_eq!(std::mem::size_of::<Control>(), (3 + SLOTS * LINES) * LINE);
+        assert_eq!(std::mem::size_of::<Control>(), (4 + SLOTS * LINES) * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);

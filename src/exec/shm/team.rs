@@ -39,7 +39,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use super::bcast::Method;
 use super::choice::TimedChoice;
 use super::segment::{Segment, INLINE, LINES, PUBLISHED, SLOTS};
-use super::stores::StoreChoice;
+use super::stores::{ReaderChoice, StoreChoice};
 use crate::exec::wait::Backoff;
 
 /// Copies between this process and a peer's address space (Linux cross
@@ -64,6 +64,8 @@ pub struct TeamState {
     pub stores: StoreChoice,
     /// Reduce's timings of the others' copy-in stores, as root.
     pub reduce_stores: StoreChoice,
+    /// Gatherv's timings of the others' copy-in stores, as root.
+    pub gatherv_stores: ReaderChoice,
     /// Bcast's timings of its methods, as root.
     pub bcast: TimedChoice<Method>,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.

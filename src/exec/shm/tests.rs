@@ -196,17 +196,37 @@ fn assert_elements_from(recv: &[u8], p: usize, first: usize, context: impl Fn() 
     }
 }
 
-/// After calls from roots `0..roots`: a rank has timed both methods
-/// exactly if it was a root and ranks did not outnumber cores.
-fn assert_roots_timed_both<K: super::choice::Alternative>(
-    choice: &super::choice::TimedChoice<K>,
-    p: usize,
-    rank: usize,
-    roots: usize,
-    oversubscribed: bool,
+/// A root-timed choice under test: on 2, 3 and 5 ranks, and on 3 that
+/// outnumber cores, `body(team, call, root, plan)` runs `per_root` calls
+/// from each of roots 0 and 1 in turn, with ranks that drift apart
+/// (`plan` is the same on every rank); then a rank has timed both methods
+/// (the `summary` of its choice lists a class) exactly if it was a root
+/// and ranks did not outnumber cores.
+fn from_two_roots(
+    geo: Geometry,
+    per_root: usize,
+    body: impl Fn(&mut Team<'_>, usize, usize, &mut Rng) + Sync,
+    summary: impl Fn(&TeamState) -> Vec<String> + Sync,
 ) {
-    let timed_both = !choice.summary("calls").is_empty();
-    assert_eq!(timed_both, rank < roots && !oversubscribed, "p={p} rank {rank} oversubscribed={oversubscribed}");
+    for (p, oversubscribed) in [(2, false), (3, false), (5, false), (3, true)] {
+        on_threads(p, geo, |rank, team| {
+            assert!(team.settings.adapt);
+            team.settings.oversubscribed = oversubscribed;
+            let mut rng = Rng(p as u64 * 71 + rank as u64);
+            let mut plan = Rng(p as u64 + 2000);
+            let roots = p.min(2);
+            for call in 0..roots * per_root {
+                jitter(&mut rng);
+                body(team, call, call % roots, &mut plan);
+            }
+            let timed_both = !summary(team.state).is_empty();
+            assert_eq!(
+                timed_both,
+                rank < roots && !oversubscribed,
+                "p={p} rank {rank} oversubscribed={oversubscribed}"
+            );
+        });
+    }
 }
 
 /// Flat Allreduce from [`super::stores::ADAPT_FROM`] bytes, long enough
@@ -250,38 +270,29 @@ fn adaptive_reduce_is_exact_with_either_stores() {
     use super::choice::EXPLORE;
     use super::stores::ADAPT_FROM;
     let count = ADAPT_FROM / 8 * 3 + 5;
-    for (p, oversubscribed) in [(2, false), (3, false), (5, false), (3, true)] {
-        on_threads(p, TEST_GEO, |rank, team| {
-            assert!(team.settings.adapt);
-            team.settings.oversubscribed = oversubscribed;
-            let op = Interval { combined: AtomicU64::new(0) };
-            let mut rng = Rng(p as u64 * 37 + rank as u64);
-            let roots = p.min(2);
-            for call in 0..roots * (EXPLORE as usize + 8) {
-                let root = call % roots;
-                let first = call * count;
-                let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
-                let in_place = rank == root && call % 5 == 4;
-                let mut recv = match (rank == root, in_place) {
-                    (true, true) => input.clone(),
-                    (true, false) => vec![0xEE; count * 8],
-                    (false, _) => Vec::new(),
-                };
-                let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
-                jitter(&mut rng);
-                let partitioned = call % 3 == 1;
-                if partitioned {
-                    reduce::partition(team, &mut bufs, 8, Some(root), &op);
-                } else {
-                    reduce::flat(team, &mut bufs, 8, Some(root), &op);
-                }
-                assert_elements_from(&recv, p, first, || {
-                    format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
-                });
-            }
-            assert_roots_timed_both(&team.state.reduce_stores, p, rank, roots, oversubscribed);
+    let body = |team: &mut Team<'_>, call: usize, root: usize, _: &mut Rng| {
+        let (p, rank) = (team.size, team.rank);
+        let op = Interval { combined: AtomicU64::new(0) };
+        let first = call * count;
+        let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
+        let in_place = rank == root && call % 5 == 4;
+        let mut recv = match (rank == root, in_place) {
+            (true, true) => input.clone(),
+            (true, false) => vec![0xEE; count * 8],
+            (false, _) => Vec::new(),
+        };
+        let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
+        let partitioned = call % 3 == 1;
+        if partitioned {
+            reduce::partition(team, &mut bufs, 8, Some(root), &op);
+        } else {
+            reduce::flat(team, &mut bufs, 8, Some(root), &op);
+        }
+        assert_elements_from(&recv, p, first, || {
+            format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
         });
-    }
+    };
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, body, |state| state.reduce_stores.summary("calls"));
 }
 
 /// The canonical order (PCOLL_REPRODUCIBLE): `a ∘ b` hashes the ordered
@@ -409,28 +420,15 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
     use super::bcast::{self, Method};
     use super::choice::{Alternative, EXPLORE};
-    for (p, oversubscribed) in [(2, false), (3, false), (5, false), (3, true)] {
-        on_threads(p, TEST_GEO, |rank, team| {
-            assert!(team.settings.adapt);
-            team.settings.oversubscribed = oversubscribed;
-            let mut rng = Rng(p as u64 * 71 + rank as u64);
-            let mut plan = Rng(p as u64 + 2000);
-            let roots = p.min(2);
-            for call in 0..roots * (EXPLORE as usize + 8) {
-                let root = call % roots;
-                let n = Method::FROM + plan.below(Method::FROM);
-                let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
-                let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
-                jitter(&mut rng);
-                bcast::timed(team, &mut data, root);
-                assert_eq!(
-                    data, want,
-                    "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}"
-                );
-            }
-            assert_roots_timed_both(&team.state.bcast, p, rank, roots, oversubscribed);
-        });
-    }
+    let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
+        let n = Method::FROM + plan.below(Method::FROM);
+        let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
+        let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
+        bcast::timed(team, &mut data, root);
+        let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
+        assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
+    };
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, body, |state| state.bcast.summary("calls"));
 }
 
 #[test]
@@ -489,6 +487,48 @@ fn gathers_put_every_block_in_place_across_many_calls() {
             }
         });
     }
+}
+
+/// Gatherv to several roots, each call's blocks in one size class (small
+/// ones through the owners' areas, or direct ones), long enough for each
+/// root's warm-up, both trial calls and exploring ones in both classes,
+/// with ranks that drift apart: every block in place whichever stores the
+/// root wants, and every root has timed both; where ranks outnumber
+/// cores, untimed.
+#[test]
+fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
+    use super::choice::EXPLORE;
+    use super::gatherv::{self, Gather};
+    use super::stores::ADAPT_FROM;
+    use crate::core::call::GatherLayout;
+    let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
+        let (p, rank) = (team.size, team.rank);
+        // 256-511 B blocks go through the areas, 2-4 KiB direct.
+        let base = if (call / p.min(2)).is_multiple_of(2) { ADAPT_FROM } else { 8 * ADAPT_FROM };
+        let mut at = 0;
+        let blocks = (0..p)
+            .map(|_| {
+                let len = base + plan.below(base);
+                at += len;
+                (at - len, len)
+            })
+            .collect();
+        let layout = GatherLayout { blocks };
+        let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
+        let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
+        let mut recv = vec![0xEE; if rank == root { at } else { 0 }];
+        let none = Default::default();
+        let layout_here = if rank == root { &layout } else { &none };
+        let mut g = Gather { send: &block, recv: &mut recv, layout: layout_here, root, in_place: false };
+        gatherv::run(team, &mut g, gatherv::Mode::Auto);
+        if rank == root {
+            let want: Vec<u8> =
+                layout.blocks.iter().enumerate().flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i))).collect();
+            assert_eq!(recv, want, "p={p} call={call} root={root}");
+        }
+    };
+    let geo = Geometry { chunk: 4 * ADAPT_FROM, ..TEST_GEO };
+    from_two_roots(geo, 2 * EXPLORE as usize + 8, body, |state| state.gatherv_stores.summary("calls"));
 }
 
 // ---------------------------------------------------------------------------
