@@ -78,6 +78,16 @@ impl Alternative for Stores {
 /// One rank's timings of its copy-in stores.
 pub type StoreChoice = TimedChoice<Stores>;
 
+/// Whether a root chooses the stores for a call of `n` bytes whose copies
+/// into the segment are `copy` bytes: with PCOLL_SHM_ADAPT, ranks no more
+/// than cores (their timings are too noisy, and the others would wait for
+/// the root to be scheduled), from [`ADAPT_FROM`] bytes, and where those
+/// copies would otherwise stream.
+fn root_chooses(team: &Team<'_>, n: usize, copy: usize) -> bool {
+    let settings = team.settings;
+    settings.adapt && !settings.oversubscribed && n >= ADAPT_FROM && team.streams(copy)
+}
+
 /// The published word of a Reduce's announcing step: the root's stores.
 const STORES: usize = 0;
 
@@ -94,8 +104,7 @@ pub struct RootPick {
 /// publishes its pick and the others read it. The same decision on every
 /// rank (a Reduce's vector is the same length everywhere).
 pub fn announce(team: &mut Team<'_>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
-    let settings = team.settings;
-    if !settings.adapt || settings.oversubscribed || n < ADAPT_FROM || !team.streams(copy) {
+    if !root_chooses(team, n, copy) {
         return None;
     }
     let start = Instant::now();
@@ -167,8 +176,8 @@ pub struct ReaderTiming {
 /// [`Team::writable`] for the call's first step.
 pub fn wanted_streams(team: &Team<'_>, root: usize, block: usize, copy: usize) -> bool {
     // Relaxed: ordered by the acquire of the root's `done` in `writable`.
-    let wanted = team.seg.control(root).stores_wanted[StoreChoice::class(block)].load(Relaxed);
-    team.streams(copy) && wanted == Stores::Streaming.index() as u8
+    let wanted = || team.seg.control(root).stores_wanted[StoreChoice::class(block)].load(Relaxed);
+    team.streams(copy) && wanted() == Stores::Streaming.index() as u8
 }
 
 /// At a Gatherv root's arrival, with the others' block lengths: the
@@ -176,11 +185,10 @@ pub fn wanted_streams(team: &Team<'_>, root: usize, block: usize, copy: usize) -
 /// cores, blocks from [`ADAPT_FROM`] bytes that would stream, all in one
 /// class). Its method is what the owners read.
 pub fn reader_start(team: &mut Team<'_>, others: impl Iterator<Item = usize> + Clone) -> Option<ReaderTiming> {
-    let settings = team.settings;
     let largest = others.clone().max().unwrap_or(0);
     let class = StoreChoice::class(largest);
     let one_class = others.clone().filter(|&len| len > 0).all(|len| StoreChoice::class(len) == class);
-    if !settings.adapt || settings.oversubscribed || largest < ADAPT_FROM || !team.streams(largest) || !one_class {
+    if !root_chooses(team, largest, largest) || !one_class {
         return None;
     }
     let state = &mut team.state.gatherv_stores;
