@@ -20,11 +20,12 @@ allreduce nodes=1 bytes<1M shm_flat
 allreduce nodes=1 p<3 shm_flat
 allreduce nodes=1 shm_zcopy
 allreduce nodes=1 shm_partition
-# A Reduce at 2 ranks: from 4 KiB to 256 KiB the partitioned copy-in
-# halves the root's share (flat: it waits for the whole copy-in, then
-# combines all), 32 KiB 7.6 against 12.4 us, 128 KiB 28-29 against
-# 32-34; from 512 KiB the flat chunks' pipeline wins (105 against 114).
-reduce nodes=1 p<3 bytes>=4K bytes<256K shm_partition
+# A Reduce at 2 ranks: from 4 KiB to 128 KiB the partitioned copy-in
+# halves the root's share (flat: it waits for the first chunk's copy-in,
+# then combines all), 32 KiB 5.6-6.0 against 6.5-6.7 us, 64 KiB 9.5-10.0
+# against 11.3-12.1; from 128 KiB the flat chunks' pipeline wins (128 KiB
+# 18.4-19.1 against 19.7-20.5, 512 KiB 64-65 against 76-78).
+reduce nodes=1 p<3 bytes>=4K bytes<128K shm_partition
 reduce nodes=1 bytes<64K shm_flat
 reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy

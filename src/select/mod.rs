@@ -222,8 +222,9 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let at_two: Vec<_> = [1 << 10, 4 << 10, 128 << 10, 256 << 10, 4 << 20].map(|bytes| pick(2, bytes)).into();
-        assert_eq!(at_two, ["shm_flat", "shm_partition", "shm_partition", "shm_flat", "shm_flat"]);
+        let at_two: Vec<_> =
+            [1 << 10, 4 << 10, (128 << 10) - 8, 128 << 10, 256 << 10, 4 << 20].map(|bytes| pick(2, bytes)).into();
+        assert_eq!(at_two, ["shm_flat", "shm_partition", "shm_partition", "shm_flat", "shm_flat", "shm_flat"]);
         assert_eq!(pick(4, 32 << 10), "shm_flat");
     }
 
