@@ -353,6 +353,9 @@ impl Node {
             for line in state.gatherv_stores.summary("blocks") {
                 log::info!("node layer, shm Gatherv copy-in as root: {line}");
             }
+            for line in state.bcast_stores.summary("messages") {
+                log::info!("node layer, shm Bcast copy-in as reader: {line}");
+            }
             for line in state.bcast.summary("messages") {
                 log::info!("node layer, shm Bcast as root: {line}");
             }

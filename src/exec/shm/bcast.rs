@@ -4,7 +4,9 @@
 //!   chunk areas (alternating), the others copy each chunk out as soon as
 //!   it is published: copy-in and copy-out overlap, two chunks deep. From
 //!   PCOLL_SHM_STREAM_OUT bytes the copies out stream past the readers'
-//!   caches ([`super::team::STREAM_OUT_FROM`]).
+//!   caches ([`super::team::STREAM_OUT_FROM`]). Here and in the queue, the
+//!   root copies in with the stores its readers' timings favour
+//!   ([`BcastStores`]).
 //! - **queue** (seed 002, the paper's algorithm as published): the root's
 //!   queue of `s` slots of `f` bytes, split into `q` sets; the root copies
 //!   fragments into its slots and notifies its children in a tree (flat,
@@ -46,6 +48,7 @@ use std::time::Instant;
 
 use super::choice::{Alternative, TimedChoice};
 use super::prefetch;
+use super::stores::BcastStores;
 use super::team::Team;
 use crate::core::pattern::{kary_children, knomial_children};
 use crate::exec::wait::Backoff;
@@ -88,22 +91,38 @@ impl Tree {
 pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
     let chunk = team.seg.geo.chunk;
     let stream_out = team.streams_out(data.len());
+    let stores = BcastStores::start(team, root, data.len());
+    let mut streamed = false;
     let mut off = 0;
     while off < data.len() {
         let len = chunk.min(data.len() - off);
         let s = team.next_step();
         if team.rank == root {
-            team.put(s, &data[off..off + len]);
+            team.put_stored(s, &data[off..off + len], stores.streams(team, len));
+            if let (0, Some(tag)) = (off, stores.tag()) {
+                // After put_stored's `writable`: the first chunk is longer
+                // than a slot's line where the readers choose.
+                team.set_word(s, STORES, u64::from(tag));
+            }
             team.publish(s);
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
-            super::stream::copy_out(&mut data[off..off + len], team.wait_data(root, s, len), stream_out);
+            let from_root = team.wait_data(root, s, len);
+            super::stream::copy_out(&mut data[off..off + len], from_root, stream_out);
+            if off == 0 && stores.timed() {
+                streamed = team.word(root, s, STORES) != 0;
+            }
         }
         team.finish(s);
         off += len;
     }
+    stores.end(team, streamed);
 }
+
+/// The published word of a pipeline's first step where the readers choose
+/// the stores: whether the root's copies streamed ([`BcastStores`]).
+const STORES: usize = 0;
 
 /// The paper's ratio of notification wait to per-byte copy time.
 const WAIT_PER_BYTE: f64 = 50.0;
@@ -137,8 +156,13 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
             team.seg.fragment_control(child, index).value.store(size, Release);
         }
     };
-    // Whole messages decide: fragments are smaller than the chunks.
-    let stream = team.streams(data.len());
+    // Whole messages decide: fragments are smaller than the chunks. The
+    // root tags every notification with its stores where the readers
+    // choose ([`BcastStores`]).
+    let stores = BcastStores::start(team, root, data.len());
+    let stream = stores.streams(team, data.len());
+    let tag = if stores.tag() == Some(true) { STREAMED } else { 0 };
+    let mut streamed = false;
     if me != root {
         // Misses on the message overlap the wait for the root.
         prefetch::small(data, prefetch::LONG_WAIT);
@@ -164,7 +188,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // bytes, and no reader uses this set until notified below.
                 let slot = unsafe { std::slice::from_raw_parts_mut(team.seg.queue_slot(root, index), len) };
                 super::stream::copy_with(slot, &data[sent..sent + len], stream);
-                notify(index, len as u64);
+                notify(index, len as u64 | tag);
                 sent += len;
                 index += 1;
             }
@@ -176,11 +200,13 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // Acquire: the parent's notification, and through it the
                 // root's copy into the slot, happen before the copy out.
                 Backoff::until(|| control.load(Acquire) > 0);
-                let len = control.load(Relaxed) as usize;
+                let value = control.load(Relaxed);
+                let len = (value & !STREAMED) as usize;
+                streamed = value & STREAMED != 0;
                 // Relaxed: the reset happens before this rank counts out of
                 // the set (release below), which the next use waits for.
                 control.store(0, Relaxed);
-                notify(index, len as u64);
+                notify(index, value);
                 // SAFETY: the root filled `len` bytes of its slot `index`
                 // before notifying (acquired above) and will not refill it
                 // before this rank counts out of the set.
@@ -194,7 +220,13 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
             counters.readers.fetch_sub(1, AcqRel);
         }
     }
+    stores.end(team, streamed);
 }
+
+/// The bit of a fragment's notification that tells the readers the root's
+/// copies streamed, where they choose ([`BcastStores`]); the rest is the
+/// fragment's length.
+const STREAMED: u64 = 1 << 63;
 
 /// Published words of the first step: every rank's buffer address, and
 /// the root's method ([`timed`]).

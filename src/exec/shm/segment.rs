@@ -82,9 +82,10 @@ pub struct Control {
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],
-    /// The stores this rank, as a Gatherv root, wants the others to copy
-    /// in with, per size class ([`super::stores::ReaderChoice`]); 0 (the
-    /// zeroed segment's) is streaming. Written rarely, in a line of its own.
+    /// The stores this rank, as a Gatherv root and as a Bcast reader,
+    /// wants the others to copy in with, per size class
+    /// ([`super::stores::ReaderChoice`]); 0 (the zeroed segment's) is
+    /// streaming. Written rarely, in a line of its own.
     pub stores_wanted: [AtomicU8; LINE],
     /// Small messages, step `s` in slot `s % SLOTS`: its first line here,
     /// next to the other slots' (a message of one line is where it was

@@ -66,6 +66,8 @@ pub struct TeamState {
     pub reduce_stores: StoreChoice,
     /// Gatherv's timings of the others' copy-in stores, as root.
     pub gatherv_stores: ReaderChoice,
+    /// Bcast's timings of the root's copy-in stores, as reader.
+    pub bcast_stores: ReaderChoice,
     /// Bcast's timings of its methods, as root.
     pub bcast: TimedChoice<Method>,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.

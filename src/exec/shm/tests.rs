@@ -196,15 +196,24 @@ fn assert_elements_from(recv: &[u8], p: usize, first: usize, context: impl Fn() 
     }
 }
 
-/// A root-timed choice under test: on 2, 3 and 5 ranks, and on 3 that
+/// Who times a choice under test ([`from_two_roots`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    Root,
+    Reader,
+}
+
+/// A timed choice under test: on 2, 3 and 5 ranks, and on 3 that
 /// outnumber cores, `body(team, call, root, plan)` runs `per_root` calls
 /// from each of roots 0 and 1 in turn, with ranks that drift apart
 /// (`plan` is the same on every rank); then a rank has timed both methods
-/// (the `summary` of its choice lists a class) exactly if it was a root
-/// and ranks did not outnumber cores.
+/// (the `summary` of its choice lists a class) exactly if ranks did not
+/// outnumber cores and it was a root (`Timer::Root`) or, as every rank
+/// is, some root's reader (`Timer::Reader`).
 fn from_two_roots(
     geo: Geometry,
     per_root: usize,
+    timer: Timer,
     body: impl Fn(&mut Team<'_>, usize, usize, &mut Rng) + Sync,
     summary: impl Fn(&TeamState) -> Vec<String> + Sync,
 ) {
@@ -222,7 +231,7 @@ fn from_two_roots(
             let timed_both = !summary(team.state).is_empty();
             assert_eq!(
                 timed_both,
-                rank < roots && !oversubscribed,
+                (rank < roots || timer == Timer::Reader) && !oversubscribed,
                 "p={p} rank {rank} oversubscribed={oversubscribed}"
             );
         });
@@ -292,7 +301,7 @@ fn adaptive_reduce_is_exact_with_either_stores() {
             format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
         });
     };
-    from_two_roots(TEST_GEO, EXPLORE as usize + 8, body, |state| state.reduce_stores.summary("calls"));
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| state.reduce_stores.summary("calls"));
 }
 
 /// The canonical order (PCOLL_REPRODUCIBLE): `a ∘ b` hashes the ordered
@@ -428,7 +437,54 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
-    from_two_roots(TEST_GEO, EXPLORE as usize + 8, body, |state| state.bcast.summary("calls"));
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| state.bcast.summary("calls"));
+}
+
+/// A Bcast reader counts each call's time for the stores the root tagged
+/// the message with, not for those it wished: while the root streams
+/// whatever it wishes, it knows one kind's cost only.
+#[test]
+fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
+    use super::stores::{BcastStores, ADAPT_FROM};
+    on_threads(2, TEST_GEO, |rank, team| {
+        if rank == 1 {
+            for streamed in [true, false] {
+                for _ in 0..8 {
+                    let stores = BcastStores::start(team, 0, ADAPT_FROM);
+                    assert!(stores.timed());
+                    stores.end(team, streamed);
+                }
+                let timed_both = !team.state.bcast_stores.summary("calls").is_empty();
+                assert_eq!(timed_both, !streamed, "after calls that all streamed, and then some that did not");
+            }
+        }
+    });
+}
+
+/// Pipeline and queue broadcasts in the first size class of the readers'
+/// store choice, long enough for every reader's warm-up, both trial calls
+/// and exploring ones, from several roots, with ranks that drift apart:
+/// every byte arrives whichever stores the root copies in with, and every
+/// reader has timed both (it counts its time for the stores the root
+/// tagged, so both were used); where ranks outnumber cores, untimed.
+#[test]
+fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
+    use super::bcast::{self, Tree};
+    use super::choice::EXPLORE;
+    use super::stores::ADAPT_FROM;
+    let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
+        let n = ADAPT_FROM + plan.below(ADAPT_FROM);
+        let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
+        let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
+        match call % 3 {
+            0 => bcast::pipeline(team, &mut data, root),
+            1 => bcast::queue(team, &mut data, root, 0, Tree::Flat),
+            _ => bcast::queue(team, &mut data, root, 0, Tree::Knomial(2)),
+        }
+        let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
+        assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
+    };
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Reader, body, |state| state.bcast_stores.summary("calls"));
 }
 
 #[test]
@@ -528,7 +584,7 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
         }
     };
     let geo = Geometry { chunk: 4 * ADAPT_FROM, ..TEST_GEO };
-    from_two_roots(geo, 2 * EXPLORE as usize + 8, body, |state| state.gatherv_stores.summary("calls"));
+    from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| state.gatherv_stores.summary("calls"));
 }
 
 // ---------------------------------------------------------------------------
