@@ -19,10 +19,12 @@
 
 use super::comm;
 use super::transport::check;
+use crate::algos::node::{NodeMemory, QueueSettings};
 use crate::core::call::Topo;
-use crate::exec::shm::segment::{Geometry, Segment, PAGE};
-use crate::exec::shm::team::{NodeSettings, PeerMemory, TeamState};
 use crate::select::config::{ShmConfig, ShmTree};
+use crate::shm::segment::{Geometry, Segment, PAGE};
+use crate::shm::team::{NodeSettings, TeamState};
+use crate::shm::PeerMemory;
 use mpi_sys::*;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
@@ -55,10 +57,9 @@ pub(super) struct Node {
 /// release is a locked instruction, which waits for the call's last
 /// stores, often to a cold line of the user's buffer (Open MPI, 2 ranks,
 /// 8-byte Allreduce and Bcast with pcoll_bench: 8-15% faster without).
-#[derive(Default)]
 pub(super) struct CallState {
     taken: AtomicBool,
-    state: UnsafeCell<TeamState>,
+    state: UnsafeCell<TeamState<NodeMemory>>,
 }
 
 // SAFETY: `state` is reached only through a `CallGuard`, of which `taken`
@@ -66,6 +67,13 @@ pub(super) struct CallState {
 unsafe impl Sync for CallState {}
 
 impl CallState {
+    fn new(memory: NodeMemory) -> CallState {
+        CallState {
+            taken: AtomicBool::new(false),
+            state: UnsafeCell::new(TeamState { memory, ..TeamState::default() }),
+        }
+    }
+
     /// The state for one call.
     pub fn take(&self) -> CallGuard<'_> {
         // Acquire: the previous call's writes to the state (released by
@@ -84,15 +92,15 @@ impl CallState {
 pub(super) struct CallGuard<'a>(&'a CallState);
 
 impl Deref for CallGuard<'_> {
-    type Target = TeamState;
-    fn deref(&self) -> &TeamState {
+    type Target = TeamState<NodeMemory>;
+    fn deref(&self) -> &TeamState<NodeMemory> {
         // SAFETY: this guard is the only one (see CallState::take).
         unsafe { &*self.0.state.get() }
     }
 }
 
 impl DerefMut for CallGuard<'_> {
-    fn deref_mut(&mut self) -> &mut TeamState {
+    fn deref_mut(&mut self) -> &mut TeamState<NodeMemory> {
         // SAFETY: as for deref; `&mut self` makes this borrow unique.
         unsafe { &mut *self.0.state.get() }
     }
@@ -228,7 +236,7 @@ impl Node {
         let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
         let oversubscribed = cores > 0 && on_this_host > cores as usize;
         if oversubscribed {
-            crate::exec::wait::set_oversubscribed();
+            crate::shm::wait::set_oversubscribed();
         }
         if let Some(per_node) = cfg.ranks_per_node {
             let mut world_rank = 0;
@@ -307,10 +315,10 @@ impl Node {
             chunk: cfg.chunk,
         };
         let tree = match cfg.tree {
-            ShmTree::Flat => crate::exec::shm::bcast::Tree::Flat,
-            ShmTree::Chain => crate::exec::shm::bcast::Tree::Chain,
-            ShmTree::Kary => crate::exec::shm::bcast::Tree::Kary(cfg.tree_k),
-            ShmTree::Knomial => crate::exec::shm::bcast::Tree::Knomial(cfg.tree_k),
+            ShmTree::Flat => crate::algos::node::bcast::Tree::Flat,
+            ShmTree::Chain => crate::algos::node::bcast::Tree::Chain,
+            ShmTree::Kary => crate::algos::node::bcast::Tree::Kary(cfg.tree_k),
+            ShmTree::Knomial => crate::algos::node::bcast::Tree::Knomial(cfg.tree_k),
         };
         log::debug!(
             "node layer: rank {rank} is rank {local} of {local_size} on node {} of {} ({topo:?})",
@@ -327,14 +335,11 @@ impl Node {
             mapping,
             cma,
             settings: NodeSettings {
-                fragment: cfg.fragment,
-                tree,
                 stream_from: cfg.stream_from,
                 stream_out_from: cfg.stream_out_from,
-                adapt: cfg.adapt,
                 oversubscribed,
             },
-            state: CallState::default(),
+            state: CallState::new(NodeMemory::new(QueueSettings { fragment: cfg.fragment, tree }, cfg.adapt)),
         })
     }
 
@@ -343,21 +348,8 @@ impl Node {
     /// attribute of a communicator that MPI_Finalize released already.
     pub(super) fn release(&mut self) {
         if self.mapping.take().is_some() {
-            let state = self.state.take();
-            for line in state.stores.summary("vectors") {
-                log::info!("node layer, shm_flat Allreduce copy-in: {line}");
-            }
-            for line in state.reduce_stores.summary("vectors") {
-                log::info!("node layer, shm Reduce copy-in as root: {line}");
-            }
-            for line in state.gatherv_stores.summary("blocks") {
-                log::info!("node layer, shm Gatherv copy-in as root: {line}");
-            }
-            for line in state.bcast_stores.summary("messages") {
-                log::info!("node layer, shm Bcast copy-in as reader: {line}");
-            }
-            for line in state.bcast.summary("messages") {
-                log::info!("node layer, shm Bcast as root: {line}");
+            for line in self.state.take().memory.summary() {
+                log::info!("node layer, {line}");
             }
         }
         comm::free_comm(&mut self.comm);

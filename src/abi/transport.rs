@@ -2,8 +2,8 @@
 //! point-to-point on the communicator's private duplicate.
 
 use crate::core::schedule::Xfer;
-use crate::exec::wait::Backoff;
 use crate::exec::{pieces, Buffers, RawBuffers, Transport};
+use crate::shm::wait::Backoff;
 use mpi_sys::*;
 use std::os::raw::c_int;
 

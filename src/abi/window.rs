@@ -7,7 +7,7 @@
 //! crashes UCX under MPICH).
 
 use super::shim;
-use crate::exec::shm::salar::OneSided;
+use crate::algos::multinode::OneSided;
 use mpi_sys::*;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,6 +1,7 @@
 //! The algorithms: each a pure function from a call descriptor (and its
 //! parameters) to the calling rank's schedule, or a node algorithm (shared
-//! memory within a node, exec::shm). [`ALGORITHMS`] is the registry that
+//! memory within a node, [`node`]) or a composition across nodes
+//! ([`multinode`]). [`ALGORITHMS`] is the registry that
 //! configuration, selection, the simulator and the test runner all read,
 //! so an algorithm added here is forceable, tested and listed everywhere
 //! at once.
@@ -17,7 +18,8 @@ mod bcast_scatter_allgather;
 mod bcast_tree;
 mod gatherv_binomial;
 mod gatherv_linear;
-mod node;
+pub mod multinode;
+pub mod node;
 mod ordered;
 mod rabenseifner;
 mod reduce_binomial;
@@ -27,7 +29,8 @@ mod ring;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
-use crate::exec::shm::{HierFn, NodeFn};
+use multinode::HierFn;
+use node::NodeFn;
 
 /// One tunable parameter of an algorithm, e.g. a tree fan-out.
 #[derive(Debug)]
@@ -178,7 +181,7 @@ impl Algorithm {
             name,
             summary,
             params: &[],
-            check: crate::exec::shm::hier::check,
+            check: multinode::hier::check,
             imp: Impl::Hier(run),
             layout_everywhere: false,
             canonical: false,
@@ -366,7 +369,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_flat",
         "one node: every rank combines every rank's vector from shared memory (small vectors)",
-        node::allreduce_flat,
+        node::reduce::run_flat,
         node::on_one_node,
     )
     .canonical(),
@@ -374,7 +377,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
-        node::allreduce_partition,
+        node::reduce::run_partition,
         node::on_one_node,
     )
     .canonical(),
@@ -382,7 +385,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
-        node::allreduce_zero_copy,
+        node::reduce::run_zero_copy,
         node::on_one_node_zero_copy,
     )
     .canonical(),
@@ -390,7 +393,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_flat",
         "one node: the root combines every rank's vector from shared memory (small vectors)",
-        node::reduce_flat,
+        node::reduce::run_flat,
         node::on_one_node,
     )
     .canonical(),
@@ -398,7 +401,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
-        node::reduce_partition,
+        node::reduce::run_partition,
         node::on_one_node,
     )
     .canonical(),
@@ -406,7 +409,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
-        node::reduce_zero_copy,
+        node::reduce::run_zero_copy,
         node::on_one_node_zero_copy,
     )
     .canonical(),
@@ -414,84 +417,84 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Bcast,
         "shm_pipeline",
         "one node: through two shared chunks, copy-in and copy-out overlapped",
-        node::bcast_pipeline,
+        node::bcast::run_pipeline,
         node::on_one_node,
     ),
     Algorithm::node(
         Coll::Bcast,
         "shm_queue",
         "one node: seed 002's queue of fragments, sets and notification tree (PCOLL_SHM_*)",
-        node::bcast_queue,
+        node::bcast::run_queue,
         node::on_one_node,
     ),
     Algorithm::node(
         Coll::Bcast,
         "shm_zcopy",
         "one node: straight from the root's buffer, root and readers sharing the copying",
-        node::bcast_zero_copy,
+        node::bcast::run_zero_copy,
         node::on_one_node_zero_copy,
     ),
     Algorithm::node(
         Coll::Bcast,
         "shm",
         "one node: zero copy, or from 256 KiB the pipeline where the root's timings favour it",
-        node::bcast_timed,
+        node::bcast::run_timed,
         node::on_one_node_zero_copy,
     ),
     Algorithm::node(
         Coll::Gatherv,
         "shm",
         "one node: copy-in for small blocks, zero copy for large ones, as the root decides",
-        node::gatherv_auto,
+        node::gatherv_shm::run_auto,
         node::on_one_node,
     ),
     Algorithm::node(
         Coll::Gatherv,
         "shm_copy",
         "one node: blocks through shared memory, the root copying them into place",
-        node::gatherv_copy_in,
+        node::gatherv_shm::run_copy_in,
         node::on_one_node,
     ),
     Algorithm::node(
         Coll::Gatherv,
         "shm_zcopy",
         "one node: every rank writes its block straight into the root's buffer",
-        node::gatherv_zero_copy,
+        node::gatherv_shm::run_zero_copy,
         node::on_one_node_gatherv_zero_copy,
     ),
     Algorithm::hier(
         Coll::Allreduce,
         "hier",
         "several nodes: reduce in each node, allreduce between nodes, broadcast in each node",
-        node::hier_allreduce,
+        multinode::hier_allreduce,
     ),
     Algorithm::hier(
         Coll::Allreduce,
         "dpml",
         "several nodes: l leaders per node, each reducing 1/l of the vector and allreducing it between nodes (seed 003)",
-        node::dpml_allreduce,
+        multinode::allreduce_dpml::run,
     )
-    .with_params(node::DPML_PARAMS),
+    .with_params(multinode::allreduce_dpml::PARAMS),
     Algorithm::hier(
         Coll::Allreduce,
         "salar",
         "several nodes: chunks pipelined through node reduction, one-sided exchange between leaders, node broadcast; \
          adaptive chunk size (seed 003)",
-        node::salar_allreduce,
+        multinode::allreduce_salar::run,
     )
-    .with_params(node::SALAR_PARAMS),
+    .with_params(multinode::allreduce_salar::PARAMS),
     Algorithm::hier(
         Coll::Reduce,
         "hier",
         "several nodes: reduce in each node, then between the nodes to the root",
-        node::hier_reduce,
+        multinode::hier_reduce,
     ),
-    Algorithm::hier(Coll::Bcast, "hier", "several nodes: broadcast between nodes, then in each node", node::hier_bcast),
+    Algorithm::hier(Coll::Bcast, "hier", "several nodes: broadcast between nodes, then in each node", multinode::hier_bcast),
     Algorithm::hier(
         Coll::Gatherv,
         "hier",
         "several nodes: gather each node's blocks at one rank, which sends them to the root in one message",
-        node::hier_gatherv,
+        multinode::hier_gatherv,
     ),
 ];
 

@@ -5,10 +5,8 @@
 pub mod cache;
 pub mod calibrate;
 pub mod kernels;
-pub mod shm;
 pub mod stats;
 pub mod verify;
-pub mod wait;
 
 use crate::core::schedule::{BufId, Local, Region, Schedule, Xfer};
 

@@ -135,8 +135,8 @@ impl Default for ShmConfig {
             sets: 2,
             tree: ShmTree::Kary,
             tree_k: 4,
-            stream_from: crate::exec::shm::team::STREAM_FROM,
-            stream_out_from: crate::exec::shm::team::STREAM_OUT_FROM,
+            stream_from: crate::shm::team::STREAM_FROM,
+            stream_out_from: crate::shm::team::STREAM_OUT_FROM,
             adapt: true,
         }
     }

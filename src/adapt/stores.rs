@@ -1,7 +1,7 @@
 //! Which stores a flat Allreduce's, a Reduce's, a Gatherv's or a Bcast's
 //! copy-in uses, chosen by timing calls.
 //!
-//! Streaming stores ([`super::stream`]) leave a copied chunk in memory;
+//! Streaming stores ([`crate::shm::stream`]) leave a copied chunk in memory;
 //! ordinary stores leave it in the writer's cache. Where the two cores
 //! share a last-level cache the reader gets ordinary stores' lines from
 //! there, and a 512 KiB-8 MiB Allreduce of 2 ranks runs 1.6-2.3 times as
@@ -44,7 +44,9 @@ use std::sync::atomic::AtomicU8;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::choice::{Alternative, Pick, Preference, TimedChoice, CLASSES};
-use super::team::Team;
+use super::Adapting;
+use crate::shm::segment::LINE;
+use crate::shm::team::{Team, STREAM_FROM};
 
 /// Vector bytes from which a flat Allreduce chooses: PCOLL_SHM_STREAM's
 /// default (below, copies into the segment use ordinary stores anyway).
@@ -53,7 +55,7 @@ use super::team::Team;
 /// 1.55-1.69 against 1.75-1.84 us, 8 KiB 2.27-2.36 against 2.69-2.83, 32
 /// KiB 7.7-8.3 against 9.0-9.8 (both MPIs). Small under test, so that the
 /// threaded tests run both kinds.
-pub const ADAPT_FROM: usize = if cfg!(test) { 256 } else { super::team::STREAM_FROM };
+pub const ADAPT_FROM: usize = if cfg!(test) { 256 } else { STREAM_FROM };
 
 /// The stores of a copy into the segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,9 +86,8 @@ pub type StoreChoice = TimedChoice<Stores>;
 /// than cores (their timings are too noisy, and the others would wait for
 /// the root to be scheduled), from [`ADAPT_FROM`] bytes, and where those
 /// copies would otherwise stream.
-fn root_chooses(team: &Team<'_>, n: usize, copy: usize) -> bool {
-    let settings = team.settings;
-    settings.adapt && !settings.oversubscribed && n >= ADAPT_FROM && team.streams(copy)
+fn root_chooses<M: Adapting>(team: &Team<'_, M>, n: usize, copy: usize) -> bool {
+    team.state.memory.as_ref().enabled && !team.settings.oversubscribed && n >= ADAPT_FROM && team.streams(copy)
 }
 
 /// The published word of a Reduce's announcing step: the root's stores.
@@ -104,14 +105,14 @@ pub struct RootPick {
 /// copies of `copy` bytes that would stream): one step in which the root
 /// publishes its pick and the others read it. The same decision on every
 /// rank (a Reduce's vector is the same length everywhere).
-pub fn announce(team: &mut Team<'_>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
+pub fn announce<M: Adapting>(team: &mut Team<'_, M>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
     if !root_chooses(team, n, copy) {
         return None;
     }
     let start = Instant::now();
     let s = team.next_step();
     team.writable(s);
-    let pick = (team.rank == root).then(|| team.state.reduce_stores.pick(n));
+    let pick = (team.rank == root).then(|| team.state.memory.as_mut().reduce_stores.pick(n));
     if let Some(pick) = pick {
         team.set_word(s, STORES, pick.method.index() as u64);
         team.publish(s);
@@ -126,15 +127,15 @@ pub fn announce(team: &mut Team<'_>, n: usize, root: usize, copy: usize) -> Opti
 /// Whether a copy of `len` bytes into the segment streams: where it is
 /// long enough to ([`Team::streams`]), unless the root picked ordinary
 /// stores.
-pub fn streams(pick: Option<&RootPick>, team: &Team<'_>, len: usize) -> bool {
+pub fn streams<M>(pick: Option<&RootPick>, team: &Team<'_, M>, len: usize) -> bool {
     pick.is_none_or(|pick| pick.stores == Stores::Streaming) && team.streams(len)
 }
 
 impl RootPick {
     /// At the end of the call: the root counts its time.
-    pub fn record(self, team: &mut Team<'_>, n: usize) {
+    pub fn record<M: Adapting>(self, team: &mut Team<'_, M>, n: usize) {
         if let Some((pick, start)) = self.timing {
-            if let Some(change) = team.state.reduce_stores.record(pick, n, start.elapsed()) {
+            if let Some(change) = team.state.memory.as_mut().reduce_stores.record(pick, n, start.elapsed()) {
                 log::debug!(
                     "shm Reduce of {} B and more to this root: copies in now with {change}",
                     StoreChoice::class_bytes(&pick)
@@ -149,7 +150,7 @@ impl RootPick {
 /// others do not wait for the root (a small block's owner returns at
 /// once), so the root keeps, per size class of a block, the stores it
 /// wants next time in a line of its control block
-/// ([`super::segment::Control::stores_wanted`]); an owner reads it once
+/// ([`crate::shm::segment::Control::wishes`]); an owner reads it once
 /// its `writable` for the call's first step has waited for the root's
 /// `finish` of its previous call, which is when the root sets it. The
 /// root times its calls whose other blocks share a class, from its
@@ -176,24 +177,24 @@ pub struct ReaderTiming {
 /// into the segment with streaming stores for `root`: where the copy is
 /// long enough to ([`Team::streams`]) and the root wants them. After
 /// [`Team::writable`] for the call's first step.
-pub fn wanted_streams(team: &Team<'_>, root: usize, block: usize, copy: usize) -> bool {
+pub fn wanted_streams<M: Adapting>(team: &Team<'_, M>, root: usize, block: usize, copy: usize) -> bool {
     // Relaxed: ordered by the acquire of the root's `done` in `writable`.
     team.streams(copy) && wants_streaming(team, root, GATHERV_WISHES, block)
 }
 
 /// Where the wishes of a rank that reads others' copies start in its line
-/// ([`super::segment::Control::stores_wanted`]), one per size class: as a
+/// ([`crate::shm::segment::Control::wishes`]), one per size class: as a
 /// Gatherv root, and as a Bcast reader.
 const GATHERV_WISHES: usize = 0;
 const BCAST_WISHES: usize = CLASSES;
-const _: () = assert!(BCAST_WISHES + CLASSES <= super::segment::LINE);
+const _: () = assert!(BCAST_WISHES + CLASSES <= LINE);
 
 /// Whether rank `r`'s wish for copies of `len` bytes, among those from
 /// `wishes` in its line, is streaming stores (as the zeroed line says
 /// before it has chosen). Relaxed: a wish only steers speed; where it
 /// must be current, the caller orders the load.
-fn wants_streaming(team: &Team<'_>, r: usize, wishes: usize, len: usize) -> bool {
-    let wish = team.seg.control(r).stores_wanted[wishes + StoreChoice::class(len)].load(Relaxed);
+fn wants_streaming<M: Adapting>(team: &Team<'_, M>, r: usize, wishes: usize, len: usize) -> bool {
+    let wish = team.seg.control(r).wishes[wishes + StoreChoice::class(len)].load(Relaxed);
     wish == Stores::Streaming.index() as u8
 }
 
@@ -201,23 +202,26 @@ fn wants_streaming(team: &Team<'_>, r: usize, wishes: usize, len: usize) -> bool
 /// call's timing if it chooses (with PCOLL_SHM_ADAPT, ranks no more than
 /// cores, blocks from [`ADAPT_FROM`] bytes that would stream, all in one
 /// class). Its method is what the owners read.
-pub fn reader_start(team: &mut Team<'_>, others: impl Iterator<Item = usize> + Clone) -> Option<ReaderTiming> {
+pub fn reader_start<M: Adapting>(
+    team: &mut Team<'_, M>,
+    others: impl Iterator<Item = usize> + Clone,
+) -> Option<ReaderTiming> {
     let largest = others.clone().max().unwrap_or(0);
     let class = StoreChoice::class(largest);
     let one_class = others.clone().filter(|&len| len > 0).all(|len| StoreChoice::class(len) == class);
     if !root_chooses(team, largest, largest) || !one_class {
         return None;
     }
-    let pick = team.state.gatherv_stores.start(largest);
+    let pick = team.state.memory.as_mut().gatherv_stores.start(largest);
     Some(ReaderTiming { pick, largest, bytes: others.sum(), start: Instant::now() })
 }
 
 /// At the end of a timed Gatherv, before the root's `finish`: counts the
 /// call and publishes the class's stores for the next one. The owners
 /// read the wish after they acquire that `finish` in `writable`.
-pub fn reader_end(team: &mut Team<'_>, timing: ReaderTiming) {
-    let wishes = &team.seg.control(team.rank).stores_wanted[GATHERV_WISHES..];
-    if let Some(change) = team.state.gatherv_stores.end(&timing, wishes) {
+pub fn reader_end<M: Adapting>(team: &mut Team<'_, M>, timing: ReaderTiming) {
+    let wishes = &team.seg.control(team.rank).wishes[GATHERV_WISHES..];
+    if let Some(change) = team.state.memory.as_mut().gatherv_stores.end(&timing, wishes) {
         log::debug!(
             "shm Gatherv of {} B blocks and more to this root: copies in now with {change}",
             StoreChoice::class_bytes(&timing.pick)
@@ -284,20 +288,20 @@ pub enum BcastStores {
 
 impl BcastStores {
     /// At the arrival of a Bcast of `n` bytes from `root`.
-    pub fn start(team: &mut Team<'_>, root: usize, n: usize) -> BcastStores {
+    pub fn start<M: Adapting>(team: &mut Team<'_, M>, root: usize, n: usize) -> BcastStores {
         if !root_chooses(team, n, n) {
             BcastStores::Unchosen
         } else if team.rank == root {
             let stream = (0..team.size).any(|r| r != root && wants_streaming(team, r, BCAST_WISHES, n));
             BcastStores::Root { stream }
         } else {
-            let pick = team.state.bcast_stores.start(n);
+            let pick = team.state.memory.as_mut().bcast_stores.start(n);
             BcastStores::Reader(ReaderTiming { pick, largest: n, bytes: n, start: Instant::now() })
         }
     }
 
     /// Whether the root's copy of `len` bytes into the segment streams.
-    pub fn streams(&self, team: &Team<'_>, len: usize) -> bool {
+    pub fn streams<M: Adapting>(&self, team: &Team<'_, M>, len: usize) -> bool {
         team.streams(len) && !matches!(self, BcastStores::Root { stream: false })
     }
 
@@ -319,11 +323,11 @@ impl BcastStores {
     /// At the end of the call: a reader counts its time for the stores
     /// the root tagged the message with (`streamed`), and publishes its
     /// wish for the next call.
-    pub fn end(self, team: &mut Team<'_>, streamed: bool) {
+    pub fn end<M: Adapting>(self, team: &mut Team<'_, M>, streamed: bool) {
         if let BcastStores::Reader(mut timing) = self {
             timing.pick.method = if streamed { Stores::Streaming } else { Stores::Ordinary };
-            let wishes = &team.seg.control(team.rank).stores_wanted[BCAST_WISHES..];
-            if let Some(change) = team.state.bcast_stores.end(&timing, wishes) {
+            let wishes = &team.seg.control(team.rank).wishes[BCAST_WISHES..];
+            if let Some(change) = team.state.memory.as_mut().bcast_stores.end(&timing, wishes) {
                 log::debug!(
                     "shm Bcast of {} B and more, as reader: wants now {change}",
                     StoreChoice::class_bytes(&timing.pick)

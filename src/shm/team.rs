@@ -36,75 +36,38 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use super::bcast::Method;
-use super::choice::TimedChoice;
 use super::segment::{Segment, INLINE, LINES, PUBLISHED, SLOTS};
-use super::stores::{ReaderChoice, StoreChoice};
-use crate::exec::wait::Backoff;
+use super::wait::Backoff;
+use super::PeerMemory;
 
-/// Copies between this process and a peer's address space (Linux cross
-/// memory attach, or plain copies when the ranks are threads).
-pub trait PeerMemory: Sync {
-    /// Copies `into.len()` bytes from address `from` of rank `peer`.
-    fn read(&self, peer: usize, from: usize, into: &mut [u8]);
-    /// Copies `from` to address `to` of rank `peer`.
-    fn write(&self, peer: usize, to: usize, from: &[u8]);
-}
-
-/// What one rank remembers of the protocol between calls.
+/// What one rank remembers between calls: the protocol's counters, and
+/// `M`, whatever the algorithms above keep (the protocol never looks at
+/// it).
 #[derive(Debug, Default)]
-pub struct TeamState {
+pub struct TeamState<M = ()> {
     /// The last step taken.
     pub step: u64,
     /// Every rank is known to be done with this step.
     pub known_done: u64,
-    /// Seed 002's count of queue sets used (the same on every rank).
-    pub queue_op: u64,
-    /// Flat Allreduce's timings of its copy-in stores.
-    pub stores: StoreChoice,
-    /// Reduce's timings of the others' copy-in stores, as root.
-    pub reduce_stores: StoreChoice,
-    /// Gatherv's timings of the others' copy-in stores, as root.
-    pub gatherv_stores: ReaderChoice,
-    /// Bcast's timings of the root's copy-in stores, as reader.
-    pub bcast_stores: ReaderChoice,
-    /// Bcast's timings of its methods, as root.
-    pub bcast: TimedChoice<Method>,
-    /// Flat reduction: the ranks' chunks copied out of their slots' lines.
-    pub line_copies: Vec<u8>,
+    /// The algorithms' memory.
+    pub memory: M,
 }
 
-/// Settings of the node layer: the queue broadcast's (seed 002) fragment
-/// bytes (0: the paper's model) and notification tree, the size from
-/// which copies into the segment stream past the cache ([`super::stream`];
-/// 0: never), the message size from which copies into the application's
-/// buffers do ([`STREAM_OUT_FROM`]; 0: never), whether a flat Allreduce picks its copy-in stores by
-/// timing ([`super::stores`]), and whether the host runs more ranks than
-/// it has cores.
+/// Settings of the node primitives: the size from which copies into the
+/// segment stream past the cache ([`super::stream`]; 0: never), the
+/// message size from which copies into the application's buffers do
+/// ([`STREAM_OUT_FROM`]; 0: never), and whether the host runs more ranks
+/// than it has cores.
 #[derive(Clone, Copy, Debug)]
 pub struct NodeSettings {
-    pub fragment: usize,
-    pub tree: super::bcast::Tree,
     pub stream_from: usize,
     pub stream_out_from: usize,
-    pub adapt: bool,
     pub oversubscribed: bool,
 }
 
 impl Default for NodeSettings {
-    /// Under test, copies from 100 bytes into the segment and of messages
-    /// from 1000 bytes into buffers stream, so that the threaded tests run
-    /// both copies.
     fn default() -> Self {
-        let (stream_from, stream_out_from) = if cfg!(test) { (100, 1000) } else { (STREAM_FROM, STREAM_OUT_FROM) };
-        NodeSettings {
-            fragment: 0,
-            tree: super::bcast::Tree::Kary(4),
-            stream_from,
-            stream_out_from,
-            adapt: true,
-            oversubscribed: false,
-        }
+        NodeSettings { stream_from: STREAM_FROM, stream_out_from: STREAM_OUT_FROM, oversubscribed: false }
     }
 }
 
@@ -115,30 +78,30 @@ pub const STREAM_FROM: usize = 4 << 10;
 /// fill the application's buffers (a pipeline Bcast's copies out, a
 /// Gatherv root's own block) use streaming stores. Those buffers are cold
 /// and written whole; ordinary stores first read every line (twice the
-/// memory traffic of the copy's writes), and the two cores share the
-/// memory bandwidth. 2 ranks, streaming against ordinary in the same
-/// runs: Bcast pipeline 512 KiB 37-39 against 40-43 us, 2 MiB 135-145
-/// against 149-175, 16 MiB 1.08-1.17 against 1.12-1.41 ms (with the
-/// cores apart; together: 1.48-1.52 against 1.74-1.78 ms); Gatherv 2 MiB
-/// blocks 254-260 against 285-318 us, 16 MiB 1.98-2.20 against 2.23-2.50
-/// ms. From 512 KiB, about a core's L2 on EPYC, a message written with
-/// ordinary stores would not stay there for the application to read
-/// anyway.
+/// memory traffic of the copy's writes). From 512 KiB, about a core's L2
+/// on EPYC, a message written with ordinary stores would not stay there
+/// for the application to read anyway (docs/measurements.md).
 pub const STREAM_OUT_FROM: usize = 512 << 10;
 
+/// Whether a message of `len` bytes travels in a slot's lines with
+/// [`Team::put_lines`]: more than one line's worth, at most a slot.
+pub fn in_lines(len: usize) -> bool {
+    len > INLINE && len <= LINES * INLINE
+}
+
 /// One rank's view of its node for one call.
-pub struct Team<'a> {
+pub struct Team<'a, M = ()> {
     /// This rank on the node, and the node's ranks.
     pub rank: usize,
     pub size: usize,
     pub seg: &'a Segment,
     /// Zero-copy access to peers' buffers, where the system allows it.
     pub peers: Option<&'a dyn PeerMemory>,
-    pub state: &'a mut TeamState,
+    pub state: &'a mut TeamState<M>,
     pub settings: NodeSettings,
 }
 
-impl Team<'_> {
+impl<M> Team<'_, M> {
     /// Starts the next step; returns its number.
     pub fn next_step(&mut self) -> u64 {
         self.state.step += 1;
@@ -206,13 +169,7 @@ impl Team<'_> {
         self.area_bytes(r, s, len)
     }
 
-    /// Whether a message of `len` bytes travels in a slot's lines with
-    /// [`Team::put_lines`]: more than one line's worth, at most a slot.
-    pub fn in_lines(len: usize) -> bool {
-        len > INLINE && len <= LINES * INLINE
-    }
-
-    /// Writes a message [`Team::in_lines`] to the lines of the step's slot,
+    /// Writes a message [`in_lines`] to the lines of the step's slot,
     /// each stored with the step, for [`Team::wait_lines`] (and nothing
     /// else) to read. A reader waits for all its lines at once and has the
     /// data with those misses, where a chunk area costs the miss on the
@@ -221,7 +178,7 @@ impl Team<'_> {
     /// writer has yet to write takes each line from it in between, and a
     /// Bcast or Gatherv of 128-168 B got 0.05-0.12 us slower that way.
     pub fn put_lines(&mut self, s: u64, src: &[u8]) {
-        debug_assert!(Team::in_lines(src.len()));
+        debug_assert!(in_lines(src.len()));
         self.wait_done(s.saturating_sub(SLOTS as u64));
         for (i, piece) in src.chunks(INLINE).enumerate() {
             let line = self.seg.slot(self.rank, s, i);
@@ -238,7 +195,7 @@ impl Team<'_> {
     /// [`Team::put_lines`], as long as `into`) into `into` once there.
     pub fn wait_lines(&self, r: usize, s: u64, into: &mut [u8]) {
         let len = into.len();
-        debug_assert!(Team::in_lines(len));
+        debug_assert!(in_lines(len));
         let lines = || (0..len.div_ceil(INLINE)).map(|i| self.seg.slot(r, s, i));
         // Acquire: pairs with each line's release in put_lines, so its data
         // is visible. Each pass loads every line (no short cut), so that

@@ -23,14 +23,14 @@
 //! otherwise the check refuses them. Allreduce copies one result to
 //! everyone, bitwise identical.
 //!
-//! Limitations: one representative per node (several: [`super::dpml`];
-//! pipelined: [`super::salar`]). Memory: a vector at representatives (Reduce), the node's
+//! Limitations: one representative per node (several: [`super::allreduce_dpml`];
+//! pipelined: [`super::allreduce_salar`]). Memory: a vector at representatives (Reduce), the node's
 //! blocks at Gatherv representatives. Cost: the node stages (see the node
 //! algorithms) plus the inter-node algorithm's cost for `nodes` ranks.
 
-use super::salar::{OneSided, Tuners};
-use super::team::Team;
-use super::{bcast, gatherv, reduce};
+use super::OneSided;
+use crate::adapt::chunk::Tuners;
+use crate::algos::node::{bcast, gatherv_shm as gatherv, reduce, Team};
 use crate::core::call::{CallDesc, GatherLayout, Topo};
 use crate::core::types::Coll;
 use crate::exec::{Buffers, Combiner};
@@ -296,7 +296,7 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
             let (off, len) = g.layout.blocks[r];
             let from = &mut cursor[map.node_of[r]];
             if !(g.in_place && r == rank) {
-                super::stream::copy_out(&mut g.recv[off..off + len], &staging[*from..*from + len], false);
+                crate::shm::stream::copy_out(&mut g.recv[off..off + len], &staging[*from..*from + len], false);
             }
             *from += len;
         }

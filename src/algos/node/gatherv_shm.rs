@@ -21,7 +21,7 @@
 //!   buffer). The root knows every block's length, hence every owner's
 //!   choice, and waits for each accordingly. Two steps per call. From
 //!   PCOLL_SHM_STREAM_OUT bytes the root copies its own block with
-//!   streaming stores ([`super::team::STREAM_OUT_FROM`]). Copies into
+//!   streaming stores ([`crate::shm::team::STREAM_OUT_FROM`]). Copies into
 //!   the owners' areas use the stores the root wants
 //!   ([`super::stores::ReaderChoice`]).
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
@@ -58,9 +58,11 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::stores;
-use super::team::{PeerMemory, Team};
+use super::{NodeCall, Team};
+use crate::adapt::stores;
 use crate::core::call::GatherLayout;
+use crate::exec::Combiner;
+use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
 /// mode (and never more than a chunk area holds); larger ones are written
@@ -96,11 +98,11 @@ pub struct Gather<'a> {
 impl Gather<'_> {
     /// At the root (node rank `me`): its own block into place, unless it
     /// is there already; streaming from PCOLL_SHM_STREAM_OUT bytes
-    /// ([`super::team::STREAM_OUT_FROM`]).
+    /// ([`crate::shm::team::STREAM_OUT_FROM`]).
     fn place_own_block(&mut self, team: &Team<'_>) {
         if !self.in_place {
             let (off, len) = self.layout.blocks[team.rank];
-            super::stream::copy_out(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
+            crate::shm::stream::copy_out(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
         }
     }
 }
@@ -110,6 +112,21 @@ pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) {
         Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
         _ => rounds(team, g),
     }
+}
+
+/// The `shm` Gatherv (auto mode), as the registry runs it.
+pub fn run_auto(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    run(team, &mut call.into_gatherv(), Mode::Auto)
+}
+
+/// `shm_copy`, as the registry runs it.
+pub fn run_copy_in(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    run(team, &mut call.into_gatherv(), Mode::CopyIn)
+}
+
+/// `shm_zcopy`, as the registry runs it.
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    run(team, &mut call.into_gatherv(), Mode::ZeroCopy)
 }
 
 /// Whether a block of `len` bytes goes straight into the root's buffer;
@@ -172,14 +189,18 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 team.wait_ready(r, s);
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
                 let head = len - through_segment(team, mode, len);
-                super::stream::copy_out(&mut g.recv[off + head..off + len], team.area_bytes(r, s, len - head), false);
+                crate::shm::stream::copy_out(
+                    &mut g.recv[off + head..off + len],
+                    team.area_bytes(r, s, len - head),
+                    false,
+                );
                 while let Some(piece) = claim(claims, pieces(head), End::Back) {
                     let at = piece_bytes(piece, head);
                     peers.read(r, from + at.start, &mut g.recv[off + at.start..off + at.end]);
                 }
                 team.wait_ready(r, t);
             } else {
-                super::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false);
+                crate::shm::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false);
             }
         }
     } else if direct(g.send.len()) {
@@ -196,7 +217,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         let head = len - through_segment(team, mode, len);
         let end = &g.send[head..];
         let stream = stores::wanted_streams(team, g.root, len, end.len());
-        super::stream::copy_with(team.my_area_bytes(s, end.len()), end, stream);
+        crate::shm::stream::copy_with(team.my_area_bytes(s, end.len()), end, stream);
         let claims = team.shared_word(me, s, CLAIMS);
         claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
@@ -321,7 +342,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
                 let (off, len) = g.layout.blocks[r];
                 let range = piece(round, len);
                 let bytes = team.area_bytes(r, s, range.len());
-                super::stream::copy_out(&mut g.recv[off + range.start..off + range.end], bytes, false);
+                crate::shm::stream::copy_out(&mut g.recv[off + range.start..off + range.end], bytes, false);
             }
         }
         team.finish(s);

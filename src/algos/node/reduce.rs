@@ -41,10 +41,10 @@
 
 use std::ops::Range;
 
-use super::prefetch;
-use super::stores::{self, Stopwatch, StoreChoice, Stores};
-use super::team::Team;
+use super::{NodeCall, Team};
+use crate::adapt::stores::{self, Stopwatch, StoreChoice, Stores};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::prefetch;
 
 /// Bytes of a zero-copy sub-chunk (per peer in scratch): large enough to
 /// amortise a system call, small enough to stay in cache. Tiny under test,
@@ -84,13 +84,13 @@ pub fn fold_out<'p, C: Combiner + ?Sized>(
 }
 
 /// The vector's length (the receive buffer is empty at a Reduce non-root).
-pub(super) fn vector_len(bufs: &Buffers<'_>) -> usize {
+pub(crate) fn vector_len(bufs: &Buffers<'_>) -> usize {
     bufs.send.map_or(bufs.recv.len(), <[u8]>::len)
 }
 
 /// Bytes of the chunks the vector is cut into: whole elements that fit in
 /// a chunk.
-pub(super) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
+pub(crate) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
     whole_elements(team.seg.geo.chunk, unit)
 }
 
@@ -122,13 +122,13 @@ fn whole_elements(bytes: usize, unit: usize) -> usize {
 }
 
 /// Elements `lo..hi` of slice `i` when `count` elements are cut into `p`.
-pub(super) fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
+pub(crate) fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
     (i * count / p, (i + 1) * count / p)
 }
 
 /// Bytes of slice `i` when `len` bytes of `unit`-byte elements are cut
 /// into `p` (whole elements, as [`slice`] cuts them).
-pub(super) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<usize> {
+pub(crate) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<usize> {
     let (lo, hi) = slice(i, p, len / unit);
     lo * unit..hi * unit
 }
@@ -149,8 +149,9 @@ pub fn flat<C: Combiner + ?Sized>(
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
         Some(_) => reduce_chunk(team, n, unit),
     };
-    let adapts = root.is_none() && team.settings.adapt && n >= stores::ADAPT_FROM && team.streams(chunk.min(n));
-    let pick = adapts.then(|| team.state.stores.pick(n));
+    let adapts =
+        root.is_none() && team.state.memory.adaptation.enabled && n >= stores::ADAPT_FROM && team.streams(chunk.min(n));
+    let pick = adapts.then(|| team.state.memory.adaptation.allreduce_stores.pick(n));
     let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
     let mut stopwatch = Stopwatch::new(adapts);
     let me = team.rank;
@@ -166,7 +167,7 @@ pub fn flat<C: Combiner + ?Sized>(
         let s = team.next_step();
         // Whether an Allreduce's chunk travels in lines ([`Team::put_lines`],
         // never where the stores are timed; the same on every rank).
-        let lines = root.is_none() && pick.is_none() && Team::in_lines(len);
+        let lines = root.is_none() && pick.is_none() && crate::shm::team::in_lines(len);
         if writes_area {
             let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
             match pick {
@@ -189,7 +190,7 @@ pub fn flat<C: Combiner + ?Sized>(
                 // copied in is in cache already.
                 _ => prefetch::small(&bufs.recv[off..off + len], prefetch::SHORT_WAIT),
             }
-            let mut copies = std::mem::take(&mut team.state.line_copies);
+            let mut copies = std::mem::take(&mut team.state.memory.line_copies);
             if lines {
                 // Every chunk out of its lines, this rank's too if it has
                 // no send buffer to read it from.
@@ -208,13 +209,13 @@ pub fn flat<C: Combiner + ?Sized>(
                 _ => team.area_bytes(r, s, len),
             };
             stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, combiner));
-            team.state.line_copies = copies;
+            team.state.memory.line_copies = copies;
         }
         team.finish(s);
         off += len;
     }
     if let Some(pick) = pick {
-        if let Some(change) = team.state.stores.record(pick, n, stopwatch.total) {
+        if let Some(change) = team.state.memory.adaptation.allreduce_stores.record(pick, n, stopwatch.total) {
             log::debug!(
                 "shm_flat Allreduce of {} B and more: copies in now with {change}",
                 StoreChoice::class_bytes(&pick)
@@ -258,7 +259,7 @@ pub fn partition<C: Combiner + ?Sized>(
             let pieces = if bufs.send.is_some() { [0..mine.start, mine.end..len] } else { [0..len, len..len] };
             for piece in pieces.into_iter().filter(|piece| !piece.is_empty()) {
                 let stream = stores::streams(rooted.as_ref(), team, piece.len());
-                super::stream::copy_with(&mut area[piece.clone()], &input[piece], stream);
+                crate::shm::stream::copy_with(&mut area[piece.clone()], &input[piece], stream);
             }
         }
         team.publish(s);
@@ -277,7 +278,7 @@ pub fn partition<C: Combiner + ?Sized>(
             fold_out(p, part, out, unit, combiner);
             if others_need {
                 let stream = stores::streams(rooted.as_ref(), team, out.len());
-                super::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
+                crate::shm::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
             }
         } else {
             fold(p, part, &mut team.my_area_bytes(t, len)[mine.clone()], combiner);
@@ -289,7 +290,7 @@ pub fn partition<C: Combiner + ?Sized>(
                 team.wait_ready(j, t);
                 let theirs = bytes(j);
                 let result = &team.area_bytes(j, t, len)[theirs.clone()];
-                super::stream::copy_out(&mut bufs.recv[off + theirs.start..off + theirs.end], result, false);
+                crate::shm::stream::copy_out(&mut bufs.recv[off + theirs.start..off + theirs.end], result, false);
             }
         }
         team.finish(t);
@@ -301,13 +302,13 @@ pub fn partition<C: Combiner + ?Sized>(
 }
 
 /// Published words of the zero-copy reduction.
-pub(super) const INPUT: usize = 0;
-pub(super) const OUTPUT: usize = 1;
+pub(crate) const INPUT: usize = 0;
+pub(crate) const OUTPUT: usize = 1;
 
 /// Zero copy's first step: publish where this rank's input and output
 /// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
 /// has. Returns the step, which stays open while peers read those words.
-pub(super) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u64 {
+pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u64 {
     let s = team.next_step();
     team.writable(s);
     team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
@@ -366,7 +367,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
 /// Bytes `at..at + len` of this rank's input, for a fold whose output is
 /// its receive buffer: the send buffer itself, or with MPI_IN_PLACE (the
 /// input is the output) a copy in `own`.
-pub(super) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8], at: usize, len: usize) -> &'a [u8] {
+pub(crate) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8], at: usize, len: usize) -> &'a [u8] {
     match send {
         Some(send) => &send[at..at + len],
         None => {
@@ -379,4 +380,22 @@ pub(super) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8
 /// Scratch bytes [`zero_copy`] needs for `p` ranks.
 pub fn zero_copy_scratch(p: usize) -> usize {
     (p + 2) * SUB_CHUNK
+}
+
+/// [`flat`], as the registry runs it.
+pub fn run_flat(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+    let (mut bufs, unit, root) = call.into_reduction();
+    flat(team, &mut bufs, unit, root, combiner)
+}
+
+/// [`partition`], as the registry runs it.
+pub fn run_partition(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+    let (mut bufs, unit, root) = call.into_reduction();
+    partition(team, &mut bufs, unit, root, combiner)
+}
+
+/// [`zero_copy`], as the registry runs it.
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+    let (mut bufs, unit, root) = call.into_reduction();
+    zero_copy(team, &mut bufs, unit, root, combiner)
 }

@@ -21,7 +21,8 @@
 //! the gets.
 //!
 //! Chunk size (adaptive, seed 003's heuristic): per communicator and size
-//! class (power of two of the vector's bytes), start at [`START_CHUNK`],
+//! class (power of two of the vector's bytes), start at
+//! [`crate::adapt::chunk::START_CHUNK`],
 //! double while the time per byte improves, halve once at the first
 //! regression and keep that. Communicator rank 0 measures and decides;
 //! its decision for the next call travels with this call's data (a word
@@ -46,36 +47,17 @@
 //! the node stage `(m + q m/(q-1) γ)` and the leader's stage
 //! `2 fence + (N-1)/N m (β + γ) + (N-1)/N m β + 3 m copy`.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use super::hier::Part;
-use super::reduce::{chunk_len, fold, slice_bytes, vector_len};
-use super::team::Team;
+use super::OneSided;
+use crate::adapt::chunk::ChunkSearch;
+use crate::algos::node::reduce::{chunk_len, fold, slice_bytes, vector_len};
+use crate::algos::node::NodeCall;
+use crate::algos::node::Team;
+use crate::algos::ParamSpec;
 use crate::core::call::CallDesc;
 use crate::exec::{Buffers, Combiner};
-
-/// One-sided transfers among the leaders of the nodes (node `k`'s leader
-/// is peer `k`), on windows of equal size. Offsets are bytes into a
-/// window; transfers start at the call and are complete after the next
-/// [`OneSided::fence`], which every leader calls the same number of times.
-pub trait OneSided {
-    /// This leader's window, for its own loads and stores (never while a
-    /// transfer of the current epoch touches the same bytes).
-    fn local(&mut self) -> &mut [u8];
-    /// Starts copying `len` bytes at `from` of `peer`'s window to `to` of
-    /// this leader's window.
-    fn get(&mut self, peer: usize, from: usize, to: usize, len: usize);
-    /// Starts copying `len` bytes at `from` of this leader's window to
-    /// `to` of `peer`'s window.
-    fn put(&mut self, peer: usize, from: usize, to: usize, len: usize);
-    /// Completes every transfer of the epoch, at every leader.
-    fn fence(&mut self);
-}
-
-/// The first chunk size tried (tiny under test, so that the threaded
-/// tests walk the search).
-pub const START_CHUNK: usize = if cfg!(test) { 16 } else { 8 << 10 };
 
 /// Where things are in a leader's window, for chunks of at most `chunk`
 /// bytes among `nodes` leaders of elements of `unit` bytes: the node's
@@ -100,88 +82,6 @@ impl WindowLayout {
         let output = gathered + nodes * block;
         let next_chunk = output + chunk;
         WindowLayout { input: 0, gathered, output, next_chunk, bytes: next_chunk + 8, block }
-    }
-}
-
-/// The chunk-size search of one size class (run by communicator rank 0).
-#[derive(Clone, Debug)]
-pub struct ChunkSearch {
-    /// The chunk size on trial (the settled one when `settled`).
-    trial: usize,
-    /// The best (chunk, seconds per byte) so far.
-    best: Option<(usize, f64)>,
-    settled: bool,
-    max: usize,
-}
-
-impl ChunkSearch {
-    pub fn new(start: usize, max: usize) -> ChunkSearch {
-        ChunkSearch { trial: start.min(max), best: None, settled: false, max }
-    }
-
-    /// The chunk size to use next.
-    pub fn proposal(&self) -> usize {
-        self.trial
-    }
-
-    pub fn settled(&self) -> bool {
-        self.settled
-    }
-
-    /// Takes one measurement; measurements of another size than the one
-    /// on trial (calls already under way when it changed) are ignored.
-    /// Returns what changed, for the log.
-    pub fn observe(&mut self, chunk: usize, secs_per_byte: f64) -> Option<String> {
-        if self.settled || chunk != self.trial {
-            return None;
-        }
-        let ns = secs_per_byte * 1e9;
-        match self.best {
-            Some((_, best)) if secs_per_byte >= best => {
-                self.trial = (self.trial / 2).max(1);
-                self.settled = true;
-                Some(format!("chunk {chunk} B slower ({ns:.3} ns/B): settled at {} B", self.trial))
-            }
-            _ => {
-                self.best = Some((chunk, secs_per_byte));
-                if self.trial * 2 <= self.max {
-                    self.trial *= 2;
-                    Some(format!("chunk {chunk} B: {ns:.3} ns/B, trying {} B", self.trial))
-                } else {
-                    self.settled = true;
-                    Some(format!("chunk {chunk} B: {ns:.3} ns/B, settled at the largest chunk"))
-                }
-            }
-        }
-    }
-}
-
-/// What every rank keeps of one size class between calls.
-#[derive(Clone, Debug)]
-pub struct ClassState {
-    /// The chunk size every rank uses in the next call of this class.
-    pub next: usize,
-    /// Rank 0 only: the search, and the last call's (chunk, s/B) not yet
-    /// observed (it is known only after that call's decision travelled).
-    pub search: Option<ChunkSearch>,
-    pub pending: Option<(usize, f64)>,
-}
-
-/// SALaR's memory of one communicator: the state of each size class.
-#[derive(Debug, Default)]
-pub struct Tuners {
-    classes: HashMap<u32, ClassState>,
-}
-
-impl Tuners {
-    /// The state of `bytes`' size class.
-    pub fn class(&mut self, bytes: usize, max_chunk: usize) -> &mut ClassState {
-        let class = bytes.next_power_of_two().trailing_zeros();
-        self.classes.entry(class).or_insert_with(|| ClassState {
-            next: START_CHUNK.min(max_chunk),
-            search: None,
-            pending: None,
-        })
     }
 }
 
@@ -332,7 +232,7 @@ impl Pipeline {
                 team.writable(cstep);
                 let result = &net.local()[w.output..w.output + len];
                 team.put(cstep, result);
-                super::stream::copy_out(&mut recv[off..off + len], result, false);
+                crate::shm::stream::copy_out(&mut recv[off..off + len], result, false);
                 if i == chunks {
                     team.set_word(cstep, NEXT_CHUNK, next as u64);
                 }
@@ -403,7 +303,7 @@ impl Pipeline {
                 let (off, len) = self.chunk(i - 1);
                 let cstep = team.next_step();
                 team.wait_ready(0, cstep);
-                super::stream::copy_out(&mut recv[off..off + len], team.area_bytes(0, cstep, len), false);
+                crate::shm::stream::copy_out(&mut recv[off..off + len], team.area_bytes(0, cstep, len), false);
                 if i == chunks {
                     next = team.word(0, cstep, NEXT_CHUNK) as usize;
                 }
@@ -415,45 +315,25 @@ impl Pipeline {
     }
 }
 
+/// SALaR's parameter.
+pub const PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "chunk",
+    min: 0,
+    max: 64 << 20,
+    default: 0,
+    help: "bytes per pipeline chunk (0: adaptive; at most PCOLL_SHM_CHUNK)",
+}];
+
+/// SALaR, as the registry runs it.
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let (bufs, _, _) = call.into_reduction();
+    let fixed = part.params.first().filter(|&&b| b > 0).map(|&b| b as usize);
+    allreduce(part, desc, bufs, fixed, c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_search_doubles_while_faster_then_halves_once() {
-        let mut s = ChunkSearch::new(8 << 10, 1 << 20);
-        // Seconds per byte by chunk size: best at 32K.
-        let time = |c: usize| match c >> 10 {
-            8 => 3.0,
-            16 => 2.0,
-            32 => 1.0,
-            64 => 1.5,
-            _ => 9.0,
-        };
-        let mut used = Vec::new();
-        for _ in 0..20 {
-            let c = s.proposal();
-            used.push(c);
-            s.observe(c, time(c));
-        }
-        assert!(s.settled());
-        assert_eq!(s.proposal(), 32 << 10);
-        assert_eq!(&used[..4], &[8 << 10, 16 << 10, 32 << 10, 64 << 10]);
-        // A measurement of a size no longer on trial changes nothing.
-        assert!(s.observe(8 << 10, 0.1).is_none());
-        assert_eq!(s.proposal(), 32 << 10);
-    }
-
-    #[test]
-    fn the_search_stops_at_the_largest_chunk() {
-        let mut s = ChunkSearch::new(8 << 10, 32 << 10);
-        for t in [3.0, 2.0, 1.0] {
-            let c = s.proposal();
-            s.observe(c, t);
-        }
-        assert!(s.settled());
-        assert_eq!(s.proposal(), 32 << 10);
-    }
 
     #[test]
     fn window_areas_do_not_overlap() {

@@ -4,7 +4,7 @@
 //!   chunk areas (alternating), the others copy each chunk out as soon as
 //!   it is published: copy-in and copy-out overlap, two chunks deep. From
 //!   PCOLL_SHM_STREAM_OUT bytes the copies out stream past the readers'
-//!   caches ([`super::team::STREAM_OUT_FROM`]). Here and in the queue, the
+//!   caches ([`crate::shm::team::STREAM_OUT_FROM`]). Here and in the queue, the
 //!   root copies in with the stores its readers' timings favour
 //!   ([`BcastStores`]).
 //! - **queue** (seed 002, the paper's algorithm as published): the root's
@@ -22,7 +22,7 @@
 //!   into reader `j`: every rank copies about `(p-1)/p` of the message, at
 //!   the same time. With two ranks each copies half.
 //! - **timed** (`shm`, large messages): zero copy or the pipeline, as the
-//!   root's timings favour ([`super::choice`]). On the development VM
+//!   root's timings favour ([`crate::adapt::choice`]). On the development VM
 //!   neither wins in every state: at 2 ranks the pipeline took 1.16-1.18
 //!   ms for 16 MiB where zero copy took 1.54-1.62, and 1.67 where zero
 //!   copy took 1.32 (2 MiB: 150 against 168 us, and the reverse). The
@@ -46,12 +46,13 @@
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::time::Instant;
 
-use super::choice::{Alternative, TimedChoice};
-use super::prefetch;
-use super::stores::BcastStores;
-use super::team::Team;
+use super::{NodeCall, Team};
+use crate::adapt::choice::{Alternative, TimedChoice};
+use crate::adapt::stores::BcastStores;
 use crate::core::pattern::{kary_children, knomial_children};
-use crate::exec::wait::Backoff;
+use crate::exec::Combiner;
+use crate::shm::prefetch;
+use crate::shm::wait::Backoff;
 
 /// How notifications travel from the root in the queue broadcast.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +110,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
             let from_root = team.wait_data(root, s, len);
-            super::stream::copy_out(&mut data[off..off + len], from_root, stream_out);
+            crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out);
             if off == 0 && stores.timed() {
                 streamed = team.word(root, s, STORES) != 0;
             }
@@ -133,7 +134,7 @@ const WAIT_PER_BYTE: f64 = 50.0;
 pub fn model_fragment(m: usize, queue: usize, max: usize) -> usize {
     let rounds = m.div_ceil(queue.max(1)).max(1) as f64;
     let f = (m as f64 * WAIT_PER_BYTE / rounds).sqrt() as usize;
-    f.div_ceil(super::segment::PAGE).max(1).saturating_mul(super::segment::PAGE).min(max)
+    f.div_ceil(crate::shm::segment::PAGE).max(1).saturating_mul(crate::shm::segment::PAGE).min(max)
 }
 
 /// The queue broadcast, as in the paper's pseudo-code. `fragment` bytes per
@@ -169,9 +170,9 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
     }
     let mut sent = 0;
     while sent < data.len() {
-        let set = (team.state.queue_op % sets as u64) as usize;
-        let op = team.state.queue_op;
-        team.state.queue_op += 1;
+        let set = (team.state.memory.queue_op % sets as u64) as usize;
+        let op = team.state.memory.queue_op;
+        team.state.memory.queue_op += 1;
         let counters = team.seg.set_control(set);
         let mut index = set * per_set;
         if me == root {
@@ -187,7 +188,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // SAFETY: the root's slot `index` holds slot_bytes >= len
                 // bytes, and no reader uses this set until notified below.
                 let slot = unsafe { std::slice::from_raw_parts_mut(team.seg.queue_slot(root, index), len) };
-                super::stream::copy_with(slot, &data[sent..sent + len], stream);
+                crate::shm::stream::copy_with(slot, &data[sent..sent + len], stream);
                 notify(index, len as u64 | tag);
                 sent += len;
                 index += 1;
@@ -211,7 +212,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // before notifying (acquired above) and will not refill it
                 // before this rank counts out of the set.
                 let slot = unsafe { std::slice::from_raw_parts(team.seg.queue_slot(root, index), len) };
-                super::stream::copy_out(&mut data[sent..sent + len], slot, false);
+                crate::shm::stream::copy_out(&mut data[sent..sent + len], slot, false);
                 sent += len;
                 index += 1;
             }
@@ -314,10 +315,10 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         // the choice stayed with zero copy in one run of two).
         return pipeline(team, data, root);
     }
-    if !team.settings.adapt || n < Method::FROM {
+    if !team.state.memory.adaptation.enabled || n < Method::FROM {
         return zero_copy(team, data, root);
     }
-    let pick = (team.rank == root).then(|| team.state.bcast.pick(n));
+    let pick = (team.rank == root).then(|| team.state.memory.bcast_method.pick(n));
     let s = announce(team, data, pick.map(|pick| pick.method));
     // From the moment all have arrived: their lateness is no method's.
     let start = Instant::now();
@@ -331,10 +332,35 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         }
     }
     if let Some(pick) = pick {
-        if let Some(change) = team.state.bcast.record(pick, n, start.elapsed()) {
+        if let Some(change) = team.state.memory.bcast_method.record(pick, n, start.elapsed()) {
             log::debug!("shm Bcast of {} B and more from this root, now: {change}", TimedChoice::class_bytes(&pick));
         }
     }
+}
+
+/// [`pipeline`], as the registry runs it.
+pub fn run_pipeline(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    let (data, root) = call.into_bcast();
+    pipeline(team, data, root)
+}
+
+/// [`queue`] with the communicator's queue settings, as the registry runs it.
+pub fn run_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    let (data, root) = call.into_bcast();
+    let q = team.state.memory.queue;
+    queue(team, data, root, q.fragment, q.tree)
+}
+
+/// [`zero_copy`], as the registry runs it.
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    let (data, root) = call.into_bcast();
+    zero_copy(team, data, root)
+}
+
+/// [`timed`], as the registry runs it.
+pub fn run_timed(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    let (data, root) = call.into_bcast();
+    timed(team, data, root)
 }
 
 #[cfg(test)]

@@ -36,10 +36,12 @@
 //! per unit of time (the seed's reason for several leaders).
 
 use super::hier::{between_nodes_call, Part};
-use super::reduce::{
+use crate::algos::node::reduce::{
     fold, fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK,
 };
-use super::team::Team;
+use crate::algos::node::NodeCall;
+use crate::algos::node::Team;
+use crate::algos::ParamSpec;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
 
@@ -132,7 +134,7 @@ fn copy_in(
     c: &dyn Combiner,
 ) {
     let n = vector_len(bufs);
-    let chunk = super::reduce::chunk_len(team, unit);
+    let chunk = crate::algos::node::reduce::chunk_len(team, unit);
     let (me, q) = (team.rank, team.size);
     let mut off = 0;
     while off < n {
@@ -159,9 +161,29 @@ fn copy_in(
             team.wait_ready(j, t);
             let part = bytes(j);
             let result = &team.area_bytes(j, t, len)[part.clone()];
-            super::stream::copy_out(&mut bufs.recv[off + part.start..off + part.end], result, false);
+            crate::shm::stream::copy_out(&mut bufs.recv[off + part.start..off + part.end], result, false);
         }
         team.finish(t);
         off += len;
     }
+}
+
+/// DPML's parameter.
+pub const PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "leaders",
+    min: 0,
+    max: 4096,
+    default: 0,
+    help: "leaders per node (0: PCOLL_LEADERS, else 4; at most the smallest node's rank count)",
+}];
+
+/// DPML, as the registry runs it.
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+    let (bufs, _, _) = call.into_reduction();
+    let asked = match part.params.first() {
+        Some(&l) if l > 0 => Some(l as usize),
+        _ => part.leaders,
+    };
+    let l = leaders(asked, part.map.smallest_node());
+    allreduce(part, desc, bufs, l, c)
 }

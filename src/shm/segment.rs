@@ -9,7 +9,7 @@
 //! ```text
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
-//!                                 stores wanted as Gatherv root (one line)
+//!                                 wishes (one line of bytes)
 //!                                 small-message slots (one line each)
 //!                                 fragment controls[s] (one line each)
 //!                   chunk area 0 | chunk area 1   (double buffer by step parity)
@@ -82,11 +82,10 @@ pub struct Control {
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],
-    /// The stores this rank, as a Gatherv root and as a Bcast reader,
-    /// wants the others to copy in with, per size class
-    /// ([`super::stores::ReaderChoice`]); 0 (the zeroed segment's) is
-    /// streaming. Written rarely, in a line of its own.
-    pub stores_wanted: [AtomicU8; LINE],
+    /// Bytes this rank publishes for its peers' run-time choices, outside
+    /// the step protocol (the adaptation above gives them their meaning);
+    /// 0 until first written. Written rarely, in a line of its own.
+    pub wishes: [AtomicU8; LINE],
     /// Small messages, step `s` in slot `s % SLOTS`: its first line here,
     /// next to the other slots' (a message of one line is where it was
     /// before slots had more lines, which kept the timings of 8-56 B

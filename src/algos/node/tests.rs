@@ -5,9 +5,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::reduce;
-use super::segment::{Geometry, Segment, PAGE};
-use super::team::{PeerMemory, Team, TeamState};
+use super::{NodeMemory, Team};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::segment::{Geometry, Segment, PAGE};
+use crate::shm::team::{NodeSettings, TeamState};
+use crate::shm::PeerMemory;
 use crate::sim::check::Rng;
 
 /// A zeroed, page-aligned heap buffer standing in for the shared mapping.
@@ -58,14 +60,8 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
             scope.spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
                     let mut state = TeamState::default();
-                    let mut team = Team {
-                        rank,
-                        size: p,
-                        seg,
-                        peers: Some(&Threads),
-                        state: &mut state,
-                        settings: Default::default(),
-                    };
+                    let mut team =
+                        Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings: TEST_SETTINGS };
                     body(rank, &mut team);
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
@@ -88,6 +84,13 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
     });
     drop(heap);
 }
+
+/// Copies into the segment stream from 100 bytes and copies of messages
+/// from 1000 bytes into buffers do (PCOLL_SHM_STREAM=100,
+/// PCOLL_SHM_STREAM_OUT=1000), so that the threaded tests run both kinds
+/// of copies.
+pub(super) const TEST_SETTINGS: NodeSettings =
+    NodeSettings { stream_from: 100, stream_out_from: 1000, oversubscribed: false };
 
 /// Small areas, so that chunk loops run in the tests (but room for the
 /// zero-copy Gatherv layout of 8 ranks).
@@ -215,11 +218,11 @@ fn from_two_roots(
     per_root: usize,
     timer: Timer,
     body: impl Fn(&mut Team<'_>, usize, usize, &mut Rng) + Sync,
-    summary: impl Fn(&TeamState) -> Vec<String> + Sync,
+    summary: impl Fn(&TeamState<NodeMemory>) -> Vec<String> + Sync,
 ) {
     for (p, oversubscribed) in [(2, false), (3, false), (5, false), (3, true)] {
         on_threads(p, geo, |rank, team| {
-            assert!(team.settings.adapt);
+            assert!(team.state.memory.adaptation.enabled);
             team.settings.oversubscribed = oversubscribed;
             let mut rng = Rng(p as u64 * 71 + rank as u64);
             let mut plan = Rng(p as u64 + 2000);
@@ -245,13 +248,13 @@ fn from_two_roots(
 /// new, so data left over from an earlier call would show.
 #[test]
 fn adaptive_flat_allreduce_is_exact_with_either_stores() {
-    use super::choice::EXPLORE;
-    use super::stores::ADAPT_FROM;
+    use crate::adapt::choice::EXPLORE;
+    use crate::adapt::stores::ADAPT_FROM;
     let count = ADAPT_FROM / 8 * 3 + 5;
     assert!(count * 8 > 2 * TEST_GEO.allreduce_chunk, "several chunks");
     for p in [2, 3, 5] {
         on_threads(p, TEST_GEO, |rank, team| {
-            assert!(team.settings.adapt);
+            assert!(team.state.memory.adaptation.enabled);
             let op = Interval { combined: AtomicU64::new(0) };
             let mut rng = Rng(p as u64 * 131 + rank as u64);
             for call in 0..EXPLORE as usize + 8 {
@@ -276,8 +279,8 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
 /// new, so data left over from an earlier call would show.
 #[test]
 fn adaptive_reduce_is_exact_with_either_stores() {
-    use super::choice::EXPLORE;
-    use super::stores::ADAPT_FROM;
+    use crate::adapt::choice::EXPLORE;
+    use crate::adapt::stores::ADAPT_FROM;
     let count = ADAPT_FROM / 8 * 3 + 5;
     let body = |team: &mut Team<'_>, call: usize, root: usize, _: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
@@ -301,7 +304,9 @@ fn adaptive_reduce_is_exact_with_either_stores() {
             format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
         });
     };
-    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| state.reduce_stores.summary("calls"));
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| {
+        state.memory.adaptation.reduce_stores.summary("calls")
+    });
 }
 
 /// The canonical order (PCOLL_REPRODUCIBLE): `a ∘ b` hashes the ordered
@@ -428,7 +433,7 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
     use super::bcast::{self, Method};
-    use super::choice::{Alternative, EXPLORE};
+    use crate::adapt::choice::{Alternative, EXPLORE};
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = Method::FROM + plan.below(Method::FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
@@ -437,7 +442,9 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
-    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| state.bcast.summary("calls"));
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| {
+        state.memory.bcast_method.summary("calls")
+    });
 }
 
 /// A Bcast reader counts each call's time for the stores the root tagged
@@ -445,7 +452,7 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
 /// whatever it wishes, it knows one kind's cost only.
 #[test]
 fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
-    use super::stores::{BcastStores, ADAPT_FROM};
+    use crate::adapt::stores::{BcastStores, ADAPT_FROM};
     on_threads(2, TEST_GEO, |rank, team| {
         if rank == 1 {
             for streamed in [true, false] {
@@ -454,7 +461,7 @@ fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
                     assert!(stores.timed());
                     stores.end(team, streamed);
                 }
-                let timed_both = !team.state.bcast_stores.summary("calls").is_empty();
+                let timed_both = !team.state.memory.adaptation.bcast_stores.summary("calls").is_empty();
                 assert_eq!(timed_both, !streamed, "after calls that all streamed, and then some that did not");
             }
         }
@@ -470,8 +477,8 @@ fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
 #[test]
 fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
     use super::bcast::{self, Tree};
-    use super::choice::EXPLORE;
-    use super::stores::ADAPT_FROM;
+    use crate::adapt::choice::EXPLORE;
+    use crate::adapt::stores::ADAPT_FROM;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = ADAPT_FROM + plan.below(ADAPT_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
@@ -484,12 +491,14 @@ fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
-    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Reader, body, |state| state.bcast_stores.summary("calls"));
+    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Reader, body, |state| {
+        state.memory.adaptation.bcast_stores.summary("calls")
+    });
 }
 
 #[test]
 fn gathers_put_every_block_in_place_across_many_calls() {
-    use super::gatherv::{self, Gather};
+    use super::gatherv_shm::{self as gatherv, Gather};
     use crate::sim::check::random_layout;
     for p in [1, 2, 3, 5, 8] {
         on_threads(p, TEST_GEO, |rank, team| {
@@ -553,9 +562,9 @@ fn gathers_put_every_block_in_place_across_many_calls() {
 /// cores, untimed.
 #[test]
 fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
-    use super::choice::EXPLORE;
-    use super::gatherv::{self, Gather};
-    use super::stores::ADAPT_FROM;
+    use super::gatherv_shm::{self as gatherv, Gather};
+    use crate::adapt::choice::EXPLORE;
+    use crate::adapt::stores::ADAPT_FROM;
     use crate::core::call::GatherLayout;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
@@ -584,7 +593,9 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
         }
     };
     let geo = Geometry { chunk: 4 * ADAPT_FROM, ..TEST_GEO };
-    from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| state.gatherv_stores.summary("calls"));
+    from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| {
+        state.memory.adaptation.gatherv_stores.summary("calls")
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -593,13 +604,14 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
 mod multi {
     use super::*;
     use crate::algos;
+    use crate::algos::multinode::hier::{self, BetweenNodes, Memo, NodeMap, Part};
+    use crate::algos::multinode::HierFn;
+    use crate::algos::multinode::OneSided;
+    use crate::algos::node::gatherv_shm::Gather;
+    use crate::algos::node::NodeCall;
     use crate::core::call::{CallDesc, GatherLayout, Topo};
     use crate::core::schedule::Xfer;
     use crate::core::types::Coll;
-    use crate::exec::shm::gatherv::Gather;
-    use crate::exec::shm::hier::{self, BetweenNodes, Memo, NodeMap, Part};
-    use crate::exec::shm::salar::OneSided;
-    use crate::exec::shm::{HierFn, NodeCall};
     use crate::exec::Transport;
     use std::collections::{HashMap, VecDeque};
     use std::sync::{Barrier, Condvar, Mutex};
@@ -797,7 +809,7 @@ mod multi {
                             seg: &heaps[node].seg,
                             peers: Some(&Threads),
                             state: &mut state,
-                            settings: Default::default(),
+                            settings: TEST_SETTINGS,
                         };
                         let inter = Between { mail, me: rank, node, windows, window: None };
                         let mut node = Node { team, map, rank, inter, memo: Memo::default() };

@@ -1,0 +1,69 @@
+//! Run-time adaptation: choices that the node algorithms make by timing
+//! their own calls, because nothing measured at start-up tells the better
+//! method apart on a given machine (and a virtual machine's state changes
+//! under a running job).
+//!
+//! - [`choice`]: the mechanism, a per-size-class timed choice between two
+//!   alternatives (warm-up, exploring, switching);
+//! - [`stores`]: which stores the copies into the segment use, chosen by
+//!   the rank that bears their cost (and the readers' wishes it reads);
+//! - [`chunk`]: SALaR's adaptive pipeline chunk (seed 003).
+//!
+//! Each algorithm that adapts keeps an [`Adaptation`] between calls (in
+//! the team's memory) and asks these modules what to do.
+
+pub mod choice;
+pub mod chunk;
+pub mod stores;
+
+use stores::{ReaderChoice, StoreChoice};
+
+/// What one rank's node algorithms have learnt by timing, per
+/// communicator.
+#[derive(Debug)]
+pub struct Adaptation {
+    /// Whether the algorithms adapt at all (PCOLL_SHM_ADAPT).
+    pub enabled: bool,
+    /// Flat Allreduce's timings of its copy-in stores.
+    pub allreduce_stores: StoreChoice,
+    /// Reduce's timings of the others' copy-in stores, as root.
+    pub reduce_stores: StoreChoice,
+    /// Gatherv's timings of the others' copy-in stores, as root.
+    pub gatherv_stores: ReaderChoice,
+    /// Bcast's timings of the root's copy-in stores, as reader.
+    pub bcast_stores: ReaderChoice,
+}
+
+impl Default for Adaptation {
+    /// Nothing learnt yet; adapting, as PCOLL_SHM_ADAPT's default says.
+    fn default() -> Self {
+        Adaptation {
+            enabled: true,
+            allreduce_stores: StoreChoice::default(),
+            reduce_stores: StoreChoice::default(),
+            gatherv_stores: ReaderChoice::default(),
+            bcast_stores: ReaderChoice::default(),
+        }
+    }
+}
+
+impl Adaptation {
+    /// The store choices settled by timing, a line each, for the log.
+    pub fn summary(&self) -> Vec<String> {
+        [
+            ("shm_flat Allreduce copy-in", self.allreduce_stores.summary("vectors")),
+            ("shm Reduce copy-in as root", self.reduce_stores.summary("vectors")),
+            ("shm Gatherv copy-in as root", self.gatherv_stores.summary("blocks")),
+            ("shm Bcast copy-in as reader", self.bcast_stores.summary("messages")),
+        ]
+        .into_iter()
+        .flat_map(|(what, lines)| lines.into_iter().map(move |line| format!("{what}: {line}")))
+        .collect()
+    }
+}
+
+/// A team memory that holds an [`Adaptation`] (what the functions of
+/// this module read and update through the team).
+pub trait Adapting: AsRef<Adaptation> + AsMut<Adaptation> {}
+
+impl<T: AsRef<Adaptation> + AsMut<Adaptation>> Adapting for T {}

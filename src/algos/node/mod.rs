@@ -1,0 +1,160 @@
+//! Node algorithms: collectives among the ranks of one node through the
+//! shared segment (and, for large messages, straight between their
+//! buffers), built on the node primitives of [`crate::shm`] and adapting
+//! at run time through [`crate::adapt`]. Each file is one algorithm (the
+//! Reduce ones serve Allreduce too); [`reduction`] holds what the
+//! reductions share. The registry holds each algorithm's [`NodeFn`].
+//!
+//! Everything here is plain memory, so tests map a segment in a heap
+//! buffer and run ranks as threads.
+
+pub mod bcast;
+pub mod gatherv_shm;
+pub mod reduce;
+
+use crate::adapt::choice::TimedChoice;
+use crate::adapt::Adaptation;
+use crate::core::call::CallDesc;
+use crate::exec::{Buffers, Combiner};
+
+/// One rank's view of its node for one call, with what the node
+/// algorithms keep between calls.
+pub type Team<'a> = crate::shm::team::Team<'a, NodeMemory>;
+
+/// What one rank's node algorithms keep between calls, per communicator.
+#[derive(Debug, Default)]
+pub struct NodeMemory {
+    /// Seed 002's queue: its fragment bytes (0: the paper's model) and
+    /// notification tree.
+    pub queue: QueueSettings,
+    /// Seed 002's count of queue sets used (the same on every rank).
+    pub queue_op: u64,
+    /// Flat reduction: the ranks' chunks copied out of their slots' lines.
+    pub line_copies: Vec<u8>,
+    /// Bcast's timings of its methods, as root.
+    pub bcast_method: TimedChoice<bcast::Method>,
+    /// What the run-time choices have learnt.
+    pub adaptation: Adaptation,
+}
+
+impl AsRef<Adaptation> for NodeMemory {
+    fn as_ref(&self) -> &Adaptation {
+        &self.adaptation
+    }
+}
+
+impl AsMut<Adaptation> for NodeMemory {
+    fn as_mut(&mut self) -> &mut Adaptation {
+        &mut self.adaptation
+    }
+}
+
+impl NodeMemory {
+    /// A communicator's first memory: nothing learnt yet.
+    pub fn new(queue: QueueSettings, adapt: bool) -> NodeMemory {
+        NodeMemory {
+            queue,
+            adaptation: Adaptation { enabled: adapt, ..Adaptation::default() },
+            ..NodeMemory::default()
+        }
+    }
+
+    /// The choices settled by timing, a line each, for the log.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = self.adaptation.summary();
+        lines.extend(self.bcast_method.summary("messages").into_iter().map(|l| format!("shm Bcast as root: {l}")));
+        lines
+    }
+}
+
+/// Seed 002's queue broadcast: fragment bytes (0: the paper's model) and
+/// notification tree (PCOLL_SHM_FRAGMENT, PCOLL_SHM_TREE).
+#[derive(Clone, Copy, Debug)]
+pub struct QueueSettings {
+    pub fragment: usize,
+    pub tree: bcast::Tree,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings { fragment: 0, tree: bcast::Tree::Kary(4) }
+    }
+}
+
+/// One call to a node algorithm: the collective's buffers, in node ranks.
+pub enum NodeCall<'a> {
+    /// Reduce (`root` the node rank of the root) or Allreduce (`None`).
+    Reduce {
+        bufs: Buffers<'a>,
+        unit: usize,
+        root: Option<usize>,
+    },
+    /// Bcast of the whole of `data` (every rank's message).
+    Bcast {
+        data: &'a mut [u8],
+        root: usize,
+    },
+    Gatherv(gatherv_shm::Gather<'a>),
+}
+
+impl<'a> NodeCall<'a> {
+    /// A Reduce's or an Allreduce's buffers, element bytes and node root.
+    pub fn into_reduction(self) -> (Buffers<'a>, usize, Option<usize>) {
+        let NodeCall::Reduce { bufs, unit, root } = self else { mismatch() };
+        (bufs, unit, root)
+    }
+
+    /// A Bcast's message and node root.
+    pub fn into_bcast(self) -> (&'a mut [u8], usize) {
+        let NodeCall::Bcast { data, root } = self else { mismatch() };
+        (data, root)
+    }
+
+    /// A Gatherv's buffers and layout.
+    pub fn into_gatherv(self) -> gatherv_shm::Gather<'a> {
+        let NodeCall::Gatherv(g) = self else { mismatch() };
+        g
+    }
+}
+
+/// A node algorithm, as the registry holds it.
+pub type NodeFn = fn(&mut Team<'_>, NodeCall<'_>, &dyn Combiner);
+
+/// Stops a node algorithm handed another collective's call (the registry
+/// pairs each with its collective).
+pub(crate) fn mismatch() -> ! {
+    unreachable!("a node algorithm was handed another collective's call")
+}
+
+/// The communicator lies on one node that has a shared segment.
+pub(crate) fn on_one_node(desc: &CallDesc) -> Result<(), &'static str> {
+    match (desc.topo.nodes, desc.topo.shm) {
+        (1, true) => Ok(()),
+        (1, false) => Err("no shared segment on this node (PCOLL_SHM=0, or it could not be created)"),
+        _ => Err("the communicator spans several nodes"),
+    }
+}
+
+/// ... and zero copy works there.
+pub(crate) fn on_one_node_zero_copy(desc: &CallDesc) -> Result<(), &'static str> {
+    on_one_node(desc)?;
+    if desc.topo.zcopy {
+        Ok(())
+    } else {
+        Err("no zero copy between processes here (PCOLL_SHM_ZCOPY=0, or cross-memory attach is not allowed)")
+    }
+}
+
+/// ... with zero copy, and the root's layout fits a chunk area (16 bytes a
+/// rank).
+pub(crate) fn on_one_node_gatherv_zero_copy(desc: &CallDesc) -> Result<(), &'static str> {
+    on_one_node_zero_copy(desc)?;
+    if 16 * desc.size <= desc.topo.chunk {
+        Ok(())
+    } else {
+        Err("the layout does not fit a chunk area (raise PCOLL_SHM_CHUNK)")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,31 @@
+//! Node primitives: what the node algorithms (`algos::node`,
+//! `algos::multinode`) are built from, and nothing of any algorithm or of
+//! run-time adaptation.
+//!
+//! - [`segment`]: the shared segment of a node and its geometry;
+//! - [`team`]: the step protocol that hands the segment's places from
+//!   writers to readers and back;
+//! - [`stream`] and [`prefetch`]: copies that bypass the writer's cache,
+//!   and cache hints ahead of a rank's own loads and stores;
+//! - [`PeerMemory`]: zero copy between the ranks' address spaces (the
+//!   addresses travel in the step protocol's published words);
+//! - [`wait`]: waiting that behaves where ranks outnumber cores.
+//!
+//! The segment and the OS calls come from the library's ABI layer; here
+//! everything is plain memory, so tests map a segment in a heap buffer and
+//! run ranks as threads.
+
+pub mod prefetch;
+pub mod segment;
+pub mod stream;
+pub mod team;
+pub mod wait;
+
+/// Copies between this process and a peer's address space (Linux cross
+/// memory attach, or plain copies when the ranks are threads).
+pub trait PeerMemory: Sync {
+    /// Copies `into.len()` bytes from address `from` of rank `peer`.
+    fn read(&self, peer: usize, from: usize, into: &mut [u8]);
+    /// Copies `from` to address `to` of rank `peer`.
+    fn write(&self, peer: usize, to: usize, from: &[u8]);
+}
