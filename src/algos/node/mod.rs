@@ -157,4 +157,6 @@ pub(crate) fn on_one_node_gatherv_zero_copy(desc: &CallDesc) -> Result<(), &'sta
 }
 
 #[cfg(test)]
+mod registry_tests;
+#[cfg(test)]
 mod tests;
