@@ -10,7 +10,7 @@ use super::transport::PmpiTransport;
 use super::window::Leaders;
 use super::{comm, gatherv, shim, verify};
 use crate::algos::multinode::hier::{BetweenNodes, NodeMap, Part};
-use crate::algos::multinode::OneSided;
+use crate::algos::multinode::{BetweenPlan, OneSided, StagePlan};
 use crate::algos::node::gatherv_shm::Gather;
 use crate::algos::node::{reduce, NodeCall, Team};
 use crate::algos::{Algorithm, Impl, Params};
@@ -114,6 +114,8 @@ pub(super) struct Planned {
     pub algo: &'static Algorithm,
     pub params: Params,
     pub reason: select::Reason,
+    /// A multi-node composition's node stages and inter-node algorithm.
+    pub stages: Option<StagePlan>,
 }
 
 /// Warned once per collective that a forced algorithm cannot run a call.
@@ -138,7 +140,7 @@ fn host_reason(reason: select::Reason) -> &'static str {
 
 /// Turns a decision into a plan and logs why; `Err(why)`: the host MPI
 /// runs the call.
-pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'static str> {
+pub(super) fn plan(rt: &Runtime, desc: CallDesc, decision: Decision) -> Result<Planned, &'static str> {
     let (algo, params, reason) = match decision {
         Decision::Run(algo, params, reason) => (algo, params, reason),
         Decision::Host(reason) => {
@@ -173,7 +175,8 @@ pub(super) fn plan(desc: CallDesc, decision: Decision) -> Result<Planned, &'stat
         algo.name,
         &params[..],
     );
-    Ok(Planned { desc, algo, params, reason })
+    let stages = matches!(algo.imp, Impl::Hier(_)).then(|| select::multinode::plan_stages(&rt.cfg, &desc));
+    Ok(Planned { desc, algo, params, reason, stages })
 }
 
 thread_local! {
@@ -291,7 +294,8 @@ fn run_on_node(
         Impl::Node(run) => run(&mut team, node_call, combiner),
         Impl::Hier(run) => {
             let map = NodeMap { node_of: &node.node_of, local_of: &node.local_of };
-            let mut inter = PmpiBetween { rt, state, leaders: None };
+            let stages = call.stages.as_ref().expect("a composition's call has its stages planned");
+            let mut inter = PmpiBetween { state, plan: &stages.between, leaders: None };
             let part = Part {
                 team: &mut team,
                 map: &map,
@@ -299,6 +303,7 @@ fn run_on_node(
                 inter: &mut inter,
                 params: &call.params,
                 leaders: rt.cfg.shm.leaders,
+                plan: stages,
                 memo: &mut state.memo.lock().unwrap(),
             };
             run(part, desc, node_call, combiner)
@@ -310,8 +315,9 @@ fn run_on_node(
 /// The inter-node stage of the compositions: a point-to-point algorithm
 /// among the nodes' representatives, over the private communicator.
 struct PmpiBetween<'a> {
-    rt: &'a Runtime,
     state: &'a CommState,
+    /// The call's plan of what runs between the nodes.
+    plan: &'a BetweenPlan,
     /// The leaders' window while a call uses it.
     leaders: Option<MutexGuard<'a, Leaders>>,
 }
@@ -326,18 +332,7 @@ impl BetweenNodes for PmpiBetween<'_> {
         recv: &mut [u8],
         combiner: &dyn Combiner,
     ) {
-        // The configured rules choose among the schedule algorithms; a
-        // Gatherv between representatives is linear (only the root has the
-        // layout of the nodes' blocks).
-        let general = || {
-            let algo = crate::algos::for_coll(desc.coll).next().expect("each collective has an algorithm");
-            (algo, algo.default_params())
-        };
-        let (algo, params) = match select::decide(&self.rt.cfg, desc, Some(desc.bytes)) {
-            _ if desc.coll == Coll::Gatherv => general(),
-            Decision::Run(algo, params, _) if algo.schedule().is_some() => (algo, params),
-            _ => general(),
-        };
+        let (algo, params) = self.plan.for_bytes(desc.bytes);
         log::debug!("{} between {} nodes: {}{:?}", desc.coll, desc.size, algo.name, &params[..]);
         let sched = self.state.schedules.lock().unwrap().get(algo, &params, desc, layout);
         let mut scratch = vec![0u8; sched.scratch_bytes];
@@ -468,7 +463,7 @@ fn prepare_reduction(
         in_place,
         topo: state.topo(),
     };
-    let call = plan(desc.clone(), rt.decide(&desc, Some(bytes))).map_err(Forward)?;
+    let call = plan(rt, desc.clone(), rt.decide(&desc, Some(bytes))).map_err(Forward)?;
     let prepared = Prepared::new(state, call, Some(red.combine));
     if !handles::is_user_op(op) {
         prepared::remember(rt, coll, key, epoch, &prepared);
@@ -636,7 +631,7 @@ pub(super) fn bcast(
         in_place: false,
         topo: state.topo(),
     };
-    let call = match plan(desc.clone(), rt.decide(&desc, Some(bytes))) {
+    let call = match plan(rt, desc.clone(), rt.decide(&desc, Some(bytes))) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };

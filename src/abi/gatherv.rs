@@ -339,7 +339,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
             layout.blocks[rank].1
         ));
     }
-    let call = match plan(desc, decision) {
+    let call = match plan(rt, desc, decision) {
         Ok(call) => call,
         Err(why) => return Forward(why),
     };

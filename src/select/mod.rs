@@ -14,6 +14,7 @@
 
 pub mod config;
 pub mod defaults;
+pub mod multinode;
 pub mod rules;
 pub mod wire;
 

@@ -187,6 +187,15 @@ impl Rules {
         Ok(Rules { source: source.to_string(), rules })
     }
 
+    /// The sizes at which these rules' byte conditions may change their
+    /// verdict: between two neighbours every byte condition holds alike.
+    pub fn byte_bounds(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rules.iter().flat_map(|rule| &rule.conds).flat_map(|cond| match *cond {
+            Cond::Bytes(_, v) => vec![v, v.saturating_add(1)],
+            _ => Vec::new(),
+        })
+    }
+
     /// The first rule of `call.coll` that surely matches and whose target
     /// accepts the call (`accepts`), with its index; `Err(())` if before it
     /// a rule's match depends on the unknown bytes.

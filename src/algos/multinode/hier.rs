@@ -28,18 +28,12 @@
 //! blocks at Gatherv representatives. Cost: the node stages (see the node
 //! algorithms) plus the inter-node algorithm's cost for `nodes` ranks.
 
-use super::OneSided;
+use super::{OneSided, StagePlan};
 use crate::adapt::chunk::Tuners;
-use crate::algos::node::{bcast, gatherv_shm as gatherv, reduce, Team};
+use crate::algos::node::{gatherv_shm as gatherv, NodeCall, Team};
 use crate::core::call::{CallDesc, GatherLayout, Topo};
 use crate::core::types::Coll;
 use crate::exec::{Buffers, Combiner};
-
-/// Above this many bytes the node stages reduce in partitions (zero copy
-/// where allowed) rather than flat.
-pub const NODE_FLAT_MAX: usize = 16 << 10;
-/// Above this many bytes the node broadcast goes by zero copy.
-pub const NODE_PIPELINE_MAX: usize = 64 << 10;
 
 /// Where every rank of the communicator is: its node and its rank there.
 pub struct NodeMap<'a> {
@@ -101,26 +95,22 @@ pub struct Memo {
     pub salar: Tuners,
 }
 
-/// The node stage of a reduction: flat for small vectors, else
-/// partitioned (zero copy where the system allows).
-pub fn node_reduce(team: &mut Team<'_>, bufs: &mut Buffers<'_>, unit: usize, root: Option<usize>, c: &dyn Combiner) {
-    let n = bufs.send.map_or(bufs.recv.len(), <[u8]>::len);
-    if n <= NODE_FLAT_MAX {
-        reduce::flat(team, bufs, unit, root, c)
-    } else if team.peers.is_some() && bufs.scratch.len() >= reduce::zero_copy_scratch(team.size) {
-        reduce::zero_copy(team, bufs, unit, root, c)
-    } else {
-        reduce::partition(team, bufs, unit, root, c)
-    }
+/// The node stage of a reduction, as the plan says.
+fn node_reduce(
+    plan: &StagePlan,
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    c: &dyn Combiner,
+) {
+    let bufs = Buffers { send: bufs.send, recv: &mut *bufs.recv, scratch: &mut *bufs.scratch };
+    StagePlan::node_fn(plan.node_reduce)(team, NodeCall::Reduce { bufs, unit, root }, c)
 }
 
-/// The node stage of a broadcast.
-pub fn node_bcast(team: &mut Team<'_>, data: &mut [u8], root: usize) {
-    if data.len() > NODE_PIPELINE_MAX && team.peers.is_some() {
-        bcast::timed(team, data, root)
-    } else {
-        bcast::pipeline(team, data, root)
-    }
+/// The node stage of a broadcast, as the plan says.
+fn node_bcast(plan: &StagePlan, team: &mut Team<'_>, data: &mut [u8], root: usize, c: &dyn Combiner) {
+    StagePlan::node_fn(plan.node_bcast)(team, NodeCall::Bcast { data, root }, c)
 }
 
 /// The call the representatives make between nodes.
@@ -157,22 +147,24 @@ pub struct Part<'a, 'b> {
     pub params: &'a [u64],
     /// PCOLL_LEADERS, if set.
     pub leaders: Option<usize>,
+    /// How the node stages run and what runs between the nodes.
+    pub plan: &'a StagePlan,
     pub memo: &'a mut Memo,
 }
 
 pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, c: &dyn Combiner) {
-    let Part { team, map, rank, inter, .. } = part;
-    node_reduce(team, &mut bufs, desc.unit, Some(0), c);
+    let Part { team, map, rank, inter, plan, .. } = part;
+    node_reduce(plan, team, &mut bufs, desc.unit, Some(0), c);
     if team.rank == 0 {
         let reps = map.representatives(None);
         let d = between_nodes_call(desc, reps.len(), map.node_of[rank], 0, true, bufs.recv.len());
         inter.run(&d, &reps, &GatherLayout::default(), None, bufs.recv, c);
     }
-    node_bcast(team, bufs.recv, 0);
+    node_bcast(plan, team, bufs.recv, 0, c);
 }
 
 pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Combiner) {
-    let Part { team, map, rank, inter, .. } = part;
+    let Part { team, map, rank, inter, plan, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
     let rep_local = map.local_of[reps[node]];
@@ -183,7 +175,7 @@ pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Co
     {
         let recv: &mut [u8] = if is_rep && rank != desc.root { &mut node_result } else { &mut *bufs.recv };
         let mut b = Buffers { send: bufs.send, recv, scratch: &mut *bufs.scratch };
-        node_reduce(team, &mut b, desc.unit, Some(rep_local), c);
+        node_reduce(plan, team, &mut b, desc.unit, Some(rep_local), c);
     }
     if is_rep {
         let root_node = map.node_of[desc.root];
@@ -198,14 +190,14 @@ pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Co
 }
 
 pub fn bcast(part: Part<'_, '_>, desc: &CallDesc, data: &mut [u8], c: &dyn Combiner) {
-    let Part { team, map, rank, inter, .. } = part;
+    let Part { team, map, rank, inter, plan, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
     if reps[node] == rank {
         let d = between_nodes_call(desc, reps.len(), node, map.node_of[desc.root], false, data.len());
         inter.run(&d, &reps, &GatherLayout::default(), None, &mut *data, c);
     }
-    node_bcast(team, data, map.local_of[reps[node]]);
+    node_bcast(plan, team, data, map.local_of[reps[node]], c);
 }
 
 /// Published word: a rank's block length, for its representative.

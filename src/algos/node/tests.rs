@@ -605,8 +605,8 @@ mod multi {
     use super::*;
     use crate::algos;
     use crate::algos::multinode::hier::{self, BetweenNodes, Memo, NodeMap, Part};
-    use crate::algos::multinode::HierFn;
     use crate::algos::multinode::OneSided;
+    use crate::algos::multinode::{BetweenPlan, HierFn, StagePlan};
     use crate::algos::node::gatherv_shm::Gather;
     use crate::algos::node::NodeCall;
     use crate::core::call::{CallDesc, GatherLayout, Topo};
@@ -769,7 +769,7 @@ mod multi {
     }
 
     impl<'a> Node<'a> {
-        fn part<'p>(&'p mut self, params: &'p [u64]) -> Part<'p, 'a> {
+        fn part<'p>(&'p mut self, params: &'p [u64], plan: &'p StagePlan) -> Part<'p, 'a> {
             Part {
                 team: &mut self.team,
                 map: self.map,
@@ -777,8 +777,25 @@ mod multi {
                 inter: &mut self.inter,
                 params,
                 leaders: None,
+                plan,
                 memo: &mut self.memo,
             }
+        }
+    }
+
+    /// The `i`-th plan of a rotation through every registered node
+    /// algorithm of a Reduce and of a Bcast as node stages (the inter-node
+    /// stage is [`Between`]'s own).
+    fn stages(i: usize) -> StagePlan {
+        let node = |coll| -> Vec<&'static algos::Algorithm> {
+            algos::for_coll(coll).filter(|a| matches!(a.imp, algos::Impl::Node(_))).collect()
+        };
+        let (reduces, bcasts) = (node(Coll::Reduce), node(Coll::Bcast));
+        let general = algos::for_coll(Coll::Allreduce).next().unwrap();
+        StagePlan {
+            node_reduce: reduces[i % reduces.len()],
+            node_bcast: bcasts[i % bcasts.len()],
+            between: BetweenPlan::new([(0, general, general.default_params())]),
         }
     }
 
@@ -835,10 +852,13 @@ mod multi {
 
     #[test]
     fn compositions_are_exact_over_uneven_nodes() {
+        let mut rotation = 0;
         for node_of in LAYOUTS {
             let p = node_of.len();
             for count in [1, 5, 40] {
                 for root in [0, p / 2, p - 1] {
+                    rotation += 1;
+                    let plan = &stages(rotation);
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
@@ -846,7 +866,7 @@ mod multi {
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
                         hier::allreduce(
-                            node.part(&[]),
+                            node.part(&[], plan),
                             &d,
                             Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
                             &op,
@@ -866,7 +886,7 @@ mod multi {
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
                         hier::reduce(
-                            node.part(&[]),
+                            node.part(&[], plan),
                             &d,
                             Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
                             &op,
@@ -884,7 +904,7 @@ mod multi {
                         let want: Vec<u8> = (0..n).map(|i| (i * 7 + root) as u8).collect();
                         let mut data = if rank == root { want.clone() } else { vec![0; n] };
                         let d = desc(Coll::Bcast, rank, p, root, n, topo);
-                        hier::bcast(node.part(&[]), &d, &mut data, &NoOp);
+                        hier::bcast(node.part(&[], plan), &d, &mut data, &NoOp);
                         assert_eq!(data, want, "bcast {node_of:?} rank {rank} root {root}");
                     });
                     on_nodes(node_of, |rank, node, topo| {
@@ -902,7 +922,7 @@ mod multi {
                             in_place: false,
                         };
                         let d = CallDesc { unit: 1, ..desc(Coll::Gatherv, rank, p, root, block.len(), topo) };
-                        hier::gatherv(node.part(&[]), &d, g, &NoOp);
+                        hier::gatherv(node.part(&[], plan), &d, g, &NoOp);
                         if rank == root {
                             let mut want = vec![0xEE; extent];
                             for (r, &(o, l)) in layout.blocks.iter().enumerate() {
@@ -951,7 +971,7 @@ mod multi {
                             let send = (!in_place).then_some(&input[..]);
                             let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                             composition("dpml")(
-                                node.part(&[leaders]),
+                                node.part(&[leaders], &stages(0)),
                                 &d,
                                 NodeCall::Reduce { bufs, unit: 8, root: None },
                                 &op,
@@ -982,7 +1002,7 @@ mod multi {
                         let send = (!in_place).then_some(&input[..]);
                         let bufs = Buffers { send, recv: &mut recv, scratch: &mut [] };
                         composition("salar")(
-                            node.part(&[fixed]),
+                            node.part(&[fixed], &stages(0)),
                             &d,
                             NodeCall::Reduce { bufs, unit: 8, root: None },
                             &op,
