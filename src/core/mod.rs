@@ -2,6 +2,7 @@
 //! and the schedule IR that algorithms produce and executors run.
 
 pub mod call;
+pub mod cost_model;
 pub mod gather;
 pub mod pattern;
 pub mod schedule;
