@@ -4,6 +4,7 @@
 pub mod call;
 pub mod cost_model;
 pub mod gather;
+pub mod gen;
 pub mod pattern;
 pub mod schedule;
 pub mod types;
