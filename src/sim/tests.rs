@@ -1,7 +1,8 @@
 //! Tests of the simulator itself (it must catch every kind of broken
 //! schedule), then the sweep: every registered algorithm of every
 //! collective, p = 1..=300 and sampled sizes up to 4096, checked against
-//! the sequential reference.
+//! the sequential reference. Tests of single algorithms that need the
+//! simulator are in `algos`.
 
 use super::check::{self, Case, Data};
 use super::*;
@@ -10,6 +11,8 @@ use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::gen::{random_layout, runs_layout};
 use crate::core::schedule::{Builder, Step};
 use crate::core::types::Coll;
+
+mod algos;
 
 // ---------------------------------------------------------------------------
 // The simulator catches broken schedules.
