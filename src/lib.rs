@@ -6,12 +6,15 @@
 //! - [`algos`]: one file per algorithm, each a pure function returning a schedule;
 //! - [`select`]: configuration from the environment and the per-call decision;
 //! - [`exec`]: runs a schedule over a [`exec::Transport`], reduction kernels;
+//! - [`driver`]: per-call orchestration above selection: the schedule cache,
+//!   the call statistics;
 //! - [`sim`]: runs every rank's schedule in one process (tests, no MPI);
 //! - [`tune`]: `pcoll tune`, measuring the algorithms into a rules file;
 //! - `abi` (feature `mpi`): the C entry points, PMPI calls, the only FFI.
 
 pub mod algos;
 pub mod core;
+pub mod driver;
 pub mod exec;
 pub mod select;
 pub mod sim;

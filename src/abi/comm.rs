@@ -13,7 +13,7 @@ use super::shim;
 use super::transport::check;
 use super::window::Leaders;
 use crate::core::call::Topo;
-use crate::exec::cache::ScheduleCache;
+use crate::driver::cache::ScheduleCache;
 use crate::exec::shm::hier::Memo;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;

@@ -2,11 +2,9 @@
 //! in the library, mailboxes in the simulator), local copies and reductions
 //! here. Pure safe Rust: the transport owns anything unsafe.
 
-pub mod cache;
 pub mod calibrate;
 pub mod kernels;
 pub mod shm;
-pub mod stats;
 pub mod verify;
 pub mod wait;
 
