@@ -3,6 +3,8 @@
 #   scripts/build.sh mpich     libpcoll.so for MPICH     (target/mpich/release/libpcoll.so)
 #   scripts/build.sh openmpi   libpcoll.so for Open MPI  (target/openmpi/release/libpcoll.so)
 #   scripts/build.sh tool      the `pcoll` command-line tool, which needs no MPI
+#                              (feature `tool`: with the simulator and tuner,
+#                              which libpcoll.so does not contain)
 #   scripts/build.sh mpich test-wrong-algorithm
 #                              with extra cargo features (test variants, in
 #                              target/<mpi>-<features>; see Cargo.toml)
@@ -19,7 +21,7 @@ case "$what" in
   mpich) mpicc=mpicc.mpich; pkg="mpich libmpich-dev" ;;
   openmpi) mpicc=mpicc.openmpi; pkg="openmpi-bin libopenmpi-dev" ;;
   tool)
-    CARGO_TARGET_DIR="$root/target/pure" cargo build --release --quiet --no-default-features --bin pcoll >&2
+    CARGO_TARGET_DIR="$root/target/pure" cargo build --release --quiet --no-default-features --features tool --bin pcoll >&2
     echo "$root/target/pure/release/pcoll"
     exit 0 ;;
   *) echo "usage: $0 mpich|openmpi|tool" >&2; exit 2 ;;

@@ -12,7 +12,7 @@ bash scripts/setup.sh
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== Rust unit tests and simulator (no MPI)"
-CARGO_TARGET_DIR=target/pure cargo test --release --no-default-features
+CARGO_TARGET_DIR=target/pure cargo test --release --no-default-features --features tool
 
 echo "== C tests under MPICH and Open MPI"
 python3 ctests/run.py "$@"

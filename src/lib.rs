@@ -8,17 +8,24 @@
 //! - [`adapt`]: run-time choices made by timing calls;
 //! - [`algos`]: one file per algorithm: schedules, node algorithms, compositions;
 //! - [`select`]: configuration from the environment and the per-call decision;
-//! - [`sim`]: runs every rank's schedule in one process (tests, no MPI);
-//! - [`tune`]: `pcoll tune`, measuring the algorithms into a rules file;
+//! - [`driver`]: per-call orchestration above selection: the schedule cache,
+//!   the call statistics;
+//! - `sim` (feature `tool`): runs every rank's schedule in one process (tests,
+//!   no MPI), and the cost model's pricing;
+//! - `tune` (feature `tool`): `pcoll tune`, measuring the algorithms into a
+//!   rules file;
 //! - `abi` (feature `mpi`): the C entry points, PMPI calls, the only FFI.
 
 pub mod adapt;
 pub mod algos;
 pub mod core;
+pub mod driver;
 pub mod exec;
 pub mod select;
 pub mod shm;
+#[cfg(feature = "tool")]
 pub mod sim;
+#[cfg(feature = "tool")]
 pub mod tune;
 
 #[cfg(feature = "mpi")]

@@ -6,11 +6,11 @@
 use super::comm;
 use super::runtime;
 use super::transport::PmpiTransport;
+use crate::core::cost_model::CostModel;
 use crate::core::types::{Elem, ReduceOp};
 use crate::exec::calibrate::{self, burst, fit, median, ping_pong, Timings, LARGE, SMALL};
 use crate::exec::kernels;
 use crate::exec::{run, Buffers, NoReduction};
-use crate::sim::cost::CostModel;
 use mpi_sys::*;
 use std::time::Instant;
 

@@ -14,7 +14,7 @@ use super::transport::check;
 use super::window::Leaders;
 use crate::algos::multinode::hier::Memo;
 use crate::core::call::Topo;
-use crate::exec::cache::ScheduleCache;
+use crate::driver::cache::ScheduleCache;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::cell::Cell;

@@ -6,7 +6,7 @@ use super::comm;
 use super::transport::check;
 use crate::core::call::CallDesc;
 use crate::core::types::Coll;
-use crate::exec::stats::{Stats, Summary};
+use crate::driver::stats::{Stats, Summary};
 use crate::select::config::{accepted_choices, parse_choice, Choice, Config, ConfigError};
 use crate::select::{self, Decision};
 use mpi_sys::*;

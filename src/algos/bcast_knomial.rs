@@ -41,11 +41,8 @@ pub(super) fn build(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Sched
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::find;
     use crate::core::call::Topo;
-    use crate::core::pattern::tree_height;
     use crate::core::types::Coll;
-    use crate::sim::check::{check, Case};
 
     fn desc(rank: usize, size: usize, root: usize, bytes: usize) -> CallDesc {
         CallDesc {
@@ -76,19 +73,5 @@ mod tests {
         assert_eq!(inner.steps.len(), 2);
         assert_eq!(inner.steps[0].recvs[0].peer, 3);
         assert_eq!(inner.steps[1].sends.iter().map(|x| x.peer).collect::<Vec<_>>(), vec![8, 9, 10]);
-    }
-
-    #[test]
-    fn depth_is_the_tree_height() {
-        // Critical path in steps (latency model): the most non-zero base-k
-        // digits of a relative rank, at most ⌈log_k p⌉.
-        let alg = find(Coll::Bcast, "knomial").unwrap();
-        for (k, p, depth) in [(2, 16, 4), (2, 17, 4), (4, 16, 2), (4, 17, 2), (4, 64, 3), (8, 64, 2), (8, 65, 2)] {
-            let stats = check(alg, &Params::new(&[k]), &Case::new(Coll::Bcast, p, 10)).unwrap().unwrap();
-            assert_eq!(stats.depth, depth, "k {k} p {p}");
-            assert_eq!(stats.depth, tree_height(p, |r| knomial_parent(r, k as usize)));
-            assert!(stats.depth <= (p as f64).log(k as f64).ceil() as usize);
-            assert_eq!(stats.messages, p - 1);
-        }
     }
 }

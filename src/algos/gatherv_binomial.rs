@@ -136,11 +136,10 @@ fn non_root(b: &mut Builder, desc: &CallDesc, layout: &GatherLayout) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::find;
     use crate::core::call::Topo;
+    use crate::core::gen::random_layout;
     use crate::core::schedule::Local;
     use crate::core::types::Coll;
-    use crate::sim::check::{check, random_layout, runs_layout, Case};
 
     fn scheds(size: usize, root: usize, in_place: bool, layout: &GatherLayout) -> Vec<Schedule> {
         (0..size)
@@ -163,10 +162,6 @@ mod tests {
 
     fn rank_order(size: usize, len: usize) -> GatherLayout {
         GatherLayout { blocks: (0..size).map(|r| (r * len, len)).collect() }
-    }
-
-    fn reverse_order(size: usize, len: usize) -> GatherLayout {
-        GatherLayout { blocks: (0..size).map(|r| ((size - 1 - r) * (len + 1), len)).collect() }
     }
 
     fn peers(s: &Schedule) -> Vec<usize> {
@@ -215,35 +210,6 @@ mod tests {
     }
 
     #[test]
-    fn shuffled_layout_is_received_once_and_scattered() {
-        // Blocks in reverse rank order with gaps: nothing is contiguous in
-        // packing order, so each child with a subtree sends one scattered
-        // chain; the root's scratch is the largest child subtree and each
-        // of those blocks is copied once.
-        let size = 8;
-        let layout = reverse_order(size, 4);
-        let root = &scheds(size, 0, true, &layout)[0];
-        assert_eq!(root.scratch_bytes, 4 * 4);
-        let recvs: Vec<_> = root.steps.iter().flat_map(|st| &st.recvs).map(|x| (x.peer, x.region)).collect();
-        assert_eq!(
-            recvs,
-            vec![
-                (1, Region::new(BufId::Recv, 6 * 5, 4)),
-                (2, Region::new(BufId::Scratch, 0, 8)),
-                (4, Region::new(BufId::Scratch, 0, 16)),
-            ]
-        );
-        let copies = root.steps.iter().map(|st| st.locals.len()).collect::<Vec<_>>();
-        assert_eq!(copies, vec![0, 2, 4]);
-        let stats = check(find(Coll::Gatherv, "binomial").unwrap(), &Params::default(), &{
-            let mut c = Case::new(Coll::Gatherv, size, 4);
-            c.layout = layout;
-            c
-        });
-        assert_eq!(stats.unwrap().unwrap().scratch_max, 4 * 4);
-    }
-
-    #[test]
     fn scratch_is_exact() {
         // Inner ranks: the sum of their subtree's blocks. Root: the most
         // any one child sends it in scattered chains.
@@ -275,49 +241,5 @@ mod tests {
                 assert_eq!(s.scratch_bytes, want, "p {size} rank {rank}");
             }
         }
-    }
-
-    #[test]
-    fn runs_of_ranks_give_both_kinds_of_chains() {
-        // Runs of consecutive ranks back to back, shuffled: the root gets
-        // multi-block direct chains and scattered chains, and the result
-        // is right.
-        let (mut direct, mut scattered) = (0, 0);
-        for seed in 0..20 {
-            let size = 37;
-            let mut case = Case::new(Coll::Gatherv, size, 0);
-            case.layout = runs_layout(size, 6, 6, seed);
-            for child in binomial_children(0, size) {
-                for chain in message_chains(&Packed::subtree(child, size, 0, &case.layout)) {
-                    let blocks = case.layout.blocks[chain.blocks].iter().filter(|b| b.1 > 0).count();
-                    match chain.kind {
-                        ChainKind::Direct if blocks > 1 => direct += 1,
-                        ChainKind::Scatter => scattered += 1,
-                        _ => {}
-                    }
-                }
-            }
-            check(find(Coll::Gatherv, "binomial").unwrap(), &Params::default(), &case).unwrap().unwrap();
-        }
-        assert!(direct > 10 && scattered > 10, "{direct} direct, {scattered} scattered");
-    }
-
-    #[test]
-    fn edge_cases() {
-        let alg = find(Coll::Gatherv, "binomial").unwrap();
-        // One rank, with and without MPI_IN_PLACE.
-        for in_place in [false, true] {
-            let mut case = Case::new(Coll::Gatherv, 1, 6);
-            case.in_place = in_place;
-            check(alg, &Params::default(), &case).unwrap().unwrap();
-            let s = &scheds(1, 0, in_place, &case.layout)[0];
-            assert_eq!(s.steps.len(), usize::from(!in_place));
-        }
-        // Every block empty: nobody sends anything.
-        let empty = GatherLayout { blocks: vec![(0, 0); 37] };
-        assert!(scheds(37, 5, false, &empty).iter().all(|s| s.steps.is_empty() && s.scratch_bytes == 0));
-        let mut case = Case::new(Coll::Gatherv, 37, 0);
-        case.layout = empty;
-        check(alg, &Params::default(), &case).unwrap().unwrap();
     }
 }

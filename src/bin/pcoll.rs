@@ -15,8 +15,8 @@
 //! `pcoll tune --help`).
 
 use pcoll::algos::ALGORITHMS;
+use pcoll::core::cost_model::CostModel;
 use pcoll::core::types::Coll;
-use pcoll::sim::cost::CostModel;
 use pcoll::sim::report::{self, parse_bytes};
 
 const MODEL_HELP: &str = "\

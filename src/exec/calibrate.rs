@@ -9,8 +9,8 @@
 //! - a ping-pong of large messages: one way = `α + o + n β`;
 //! - reductions and copies of a vector in the cache: `γ` and `δ`.
 
+use crate::core::cost_model::CostModel;
 use crate::core::schedule::{BufId, Builder, Region, Schedule};
-use crate::sim::cost::CostModel;
 
 /// Bytes of the small and large messages.
 pub const SMALL: usize = 8;
@@ -92,32 +92,4 @@ pub fn fit(t: &Timings, base: &CostModel) -> CostModel {
 pub fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[samples.len() / 2]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sim::cost::price;
-
-    /// Fitting the pricer's own times of these schedules gives back the
-    /// model they were priced with.
-    #[test]
-    fn fit_recovers_the_model_that_produced_the_timings() {
-        let truth = CostModel { alpha: 2e-6, overhead: 4e-7, beta: 1e-10, gamma: 3e-10, delta: 1e-10, eager: 1 << 20 };
-        let time = |s0: Schedule, s1: Schedule| price(&[s0, s1], &truth).unwrap().time;
-        let t = Timings {
-            small_one_way: time(ping_pong(1, true, SMALL, 10), ping_pong(0, false, SMALL, 10)) / 20.0,
-            large_one_way: time(ping_pong(1, true, LARGE, 1), ping_pong(0, false, LARGE, 1)) / 2.0,
-            burst: time(burst(1, true), burst(0, false)),
-            reduce: 1e6 * truth.gamma,
-            copy: 1e6 * truth.delta,
-            vector: 1_000_000,
-        };
-        let got = fit(&t, &CostModel::CLUSTER);
-        let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b.max(1e-12);
-        assert!(close(got.overhead, truth.overhead), "{got} vs {truth}");
-        assert!(close(got.alpha, truth.alpha), "{got} vs {truth}");
-        assert!(close(got.beta, truth.beta), "{got} vs {truth}");
-        assert!(close(got.gamma, truth.gamma) && close(got.delta, truth.delta), "{got}");
-    }
 }

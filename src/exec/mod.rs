@@ -2,10 +2,8 @@
 //! in the library, mailboxes in the simulator), local copies and reductions
 //! here. Pure safe Rust: the transport owns anything unsafe.
 
-pub mod cache;
 pub mod calibrate;
 pub mod kernels;
-pub mod stats;
 pub mod verify;
 
 use crate::core::schedule::{BufId, Local, Region, Schedule, Xfer};

@@ -1,5 +1,6 @@
 //! The cost model: prices every rank's schedule together under an
-//! alpha-beta-gamma model, so that algorithms can be compared at scales
+//! alpha-beta-gamma model (its parameters, [`CostModel`], are in
+//! [`crate::core::cost_model`]), so that algorithms can be compared at scales
 //! this machine cannot run (p up to 32768) and checked against their
 //! closed formulas.
 //!
@@ -30,81 +31,8 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fmt;
 
+use crate::core::cost_model::CostModel;
 use crate::core::schedule::{Local, Schedule};
-
-/// Parameters of the model, in seconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CostModel {
-    /// Latency per message.
-    pub alpha: f64,
-    /// Software overhead per message at each end (holds the ports).
-    pub overhead: f64,
-    /// Transfer time per byte (inverse link bandwidth).
-    pub beta: f64,
-    /// Reduction time per byte combined.
-    pub gamma: f64,
-    /// Local copy time per byte.
-    pub delta: f64,
-    /// Messages up to this many bytes go eagerly (without waiting for the
-    /// receive to be posted).
-    pub eager: usize,
-}
-
-impl CostModel {
-    /// Typical of an InfiniBand cluster of 2020: 1.5 us latency, 0.3 us of
-    /// software per message, 12 GB/s links, 4 GB/s reductions, 10 GB/s
-    /// copies.
-    pub const CLUSTER: CostModel = CostModel {
-        alpha: 1.5e-6,
-        overhead: 0.3e-6,
-        beta: 1.0 / 12e9,
-        gamma: 1.0 / 4e9,
-        delta: 1.0 / 10e9,
-        eager: 16384,
-    };
-
-    /// Only bytes on the wire count: the price is the critical-path bytes.
-    pub const BANDWIDTH: CostModel =
-        CostModel { alpha: 0.0, overhead: 0.0, beta: 1.0, gamma: 0.0, delta: 0.0, eager: 0 };
-}
-
-impl CostModel {
-    /// Parses `key=value,...` over this model's values (alpha and overhead
-    /// in seconds per message, beta, gamma and delta in seconds per byte,
-    /// eager in bytes), the form
-    /// [`fmt::Display`] prints and calibration reports.
-    pub fn with(mut self, text: &str) -> Result<CostModel, String> {
-        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (key, value) = item.split_once('=').ok_or_else(|| format!("{item:?} is not key=value"))?;
-            let number: f64 = value.trim().parse().map_err(|_| format!("{key}={value:?} is not a number"))?;
-            if !(number.is_finite() && number >= 0.0) {
-                return Err(format!("{key}={value} is not a finite number >= 0"));
-            }
-            match key.trim() {
-                "alpha" => self.alpha = number,
-                "overhead" => self.overhead = number,
-                "beta" => self.beta = number,
-                "gamma" => self.gamma = number,
-                "delta" => self.delta = number,
-                "eager" => self.eager = number as usize,
-                other => {
-                    return Err(format!("no model parameter {other:?} (alpha, overhead, beta, gamma, delta, eager)"))
-                }
-            }
-        }
-        Ok(self)
-    }
-}
-
-impl fmt::Display for CostModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "alpha={:.3e},overhead={:.3e},beta={:.3e},gamma={:.3e},delta={:.3e},eager={}",
-            self.alpha, self.overhead, self.beta, self.gamma, self.delta, self.eager
-        )
-    }
-}
 
 /// What a call costs.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -396,6 +324,7 @@ impl<'a> Pricer<'a> {
 mod tests {
     use super::*;
     use crate::core::schedule::{BufId, Builder, Region};
+    use crate::exec::calibrate::{burst, fit, ping_pong, Timings, LARGE, SMALL};
 
     fn reg(len: usize) -> Region {
         Region::new(BufId::Send, 0, len)
@@ -472,16 +401,6 @@ mod tests {
     }
 
     #[test]
-    fn parses_what_it_prints() {
-        let m = CostModel::CLUSTER.with("alpha=2e-6, eager=0").unwrap();
-        assert_eq!((m.alpha, m.eager, m.beta), (2e-6, 0, CostModel::CLUSTER.beta));
-        assert_eq!(CostModel::CLUSTER.with(&m.to_string()).unwrap().to_string(), m.to_string());
-        for bad in ["alpha", "alpha=x", "alpha=-1", "tau=1"] {
-            assert!(CostModel::CLUSTER.with(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn detects_deadlock_and_mismatch() {
         let recv_first = |peer| {
             let mut b = Builder::new();
@@ -497,5 +416,27 @@ mod tests {
         b.recv(0, Region::new(BufId::Recv, 0, 3));
         let err = price(&[a.finish(), b.finish()], &M).unwrap_err();
         assert!(matches!(err, PriceError::Mismatched { sent: 2, expected: 3, .. }), "{err}");
+    }
+
+    /// Fitting the pricer's own times of these schedules gives back the
+    /// model they were priced with.
+    #[test]
+    fn fit_recovers_the_model_that_produced_the_timings() {
+        let truth = CostModel { alpha: 2e-6, overhead: 4e-7, beta: 1e-10, gamma: 3e-10, delta: 1e-10, eager: 1 << 20 };
+        let time = |s0: Schedule, s1: Schedule| price(&[s0, s1], &truth).unwrap().time;
+        let t = Timings {
+            small_one_way: time(ping_pong(1, true, SMALL, 10), ping_pong(0, false, SMALL, 10)) / 20.0,
+            large_one_way: time(ping_pong(1, true, LARGE, 1), ping_pong(0, false, LARGE, 1)) / 2.0,
+            burst: time(burst(1, true), burst(0, false)),
+            reduce: 1e6 * truth.gamma,
+            copy: 1e6 * truth.delta,
+            vector: 1_000_000,
+        };
+        let got = fit(&t, &CostModel::CLUSTER);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b.max(1e-12);
+        assert!(close(got.overhead, truth.overhead), "{got} vs {truth}");
+        assert!(close(got.alpha, truth.alpha), "{got} vs {truth}");
+        assert!(close(got.beta, truth.beta), "{got} vs {truth}");
+        assert!(close(got.gamma, truth.gamma) && close(got.delta, truth.delta), "{got}");
     }
 }

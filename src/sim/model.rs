@@ -3,8 +3,9 @@
 //! hold against each algorithm's closed formula.
 
 use super::check::{self, Case, Data};
-use super::cost::{price, CostModel, Price};
+use super::cost::{price, Price};
 use crate::algos::{Algorithm, Params};
+use crate::core::cost_model::CostModel;
 use crate::core::types::Coll;
 
 /// Schedules bigger than this many steps in all are not priced (a ring

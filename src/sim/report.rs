@@ -4,9 +4,9 @@
 use std::fmt::Write;
 
 use super::check;
-use super::cost::CostModel;
 use super::model::{predict, Unpriced};
 use crate::algos::{self, Algorithm};
+use crate::core::cost_model::CostModel;
 use crate::core::pattern::pof2_floor;
 use crate::core::types::Coll;
 

@@ -1,14 +1,18 @@
 //! Tests of the simulator itself (it must catch every kind of broken
 //! schedule), then the sweep: every registered algorithm of every
 //! collective, p = 1..=300 and sampled sizes up to 4096, checked against
-//! the sequential reference.
+//! the sequential reference. Tests of single algorithms that need the
+//! simulator are in `algos`.
 
-use super::check::{self, random_layout, runs_layout, Case, Data, Rng};
+use super::check::{self, Case, Data};
 use super::*;
 use crate::algos::{for_coll, Algorithm, ParamSpec, Params};
 use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::gen::{random_layout, runs_layout};
 use crate::core::schedule::{Builder, Step};
 use crate::core::types::Coll;
+
+mod algos;
 
 // ---------------------------------------------------------------------------
 // The simulator catches broken schedules.
@@ -373,37 +377,6 @@ fn checker_catches_gatherv_writing_outside_blocks() {
     assert!(err.to_string().contains("gathered data differs at byte 0 (block of rank 0)"), "{err}");
 }
 
-#[test]
-fn runs_layouts_are_valid_and_have_both_kinds_of_stretches() {
-    for seed in 0..50 {
-        for max_run in [1, 3, 6, 37] {
-            let layout = runs_layout(37, 9, max_run, seed);
-            let mut spans: Vec<(usize, usize)> = layout.blocks.clone();
-            spans.sort_unstable();
-            assert!(spans.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "{layout:?}");
-            let follows = |r: usize| layout.blocks[r].0 + layout.blocks[r].1 == layout.blocks[r + 1].0;
-            let adjacent = (0..36).filter(|&r| follows(r)).count();
-            if max_run == 37 {
-                assert_eq!(adjacent, 36, "one run: every block follows its predecessor");
-            } else if max_run > 1 {
-                assert!(adjacent > 0 && adjacent < 36, "{layout:?}");
-            }
-        }
-    }
-}
-
-#[test]
-fn random_layouts_are_valid() {
-    for seed in 0..50 {
-        let layout = random_layout(37, 9, seed);
-        let mut spans: Vec<(usize, usize)> = layout.blocks.clone();
-        spans.sort_unstable();
-        assert!(spans.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "{layout:?}");
-        assert!(layout.blocks.iter().any(|b| b.1 == 0));
-        assert!(layout.blocks.windows(2).any(|w| w[0].0 > w[1].0), "offsets never out of order");
-    }
-}
-
 // ---------------------------------------------------------------------------
 // The sweep over every registered algorithm.
 
@@ -716,12 +689,6 @@ fn sweep_large() {
         }
     }
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
-}
-
-#[test]
-fn rng_is_deterministic() {
-    let (mut a, mut b) = (Rng(42), Rng(42));
-    assert_eq!((0..5).map(|_| a.next_u64()).collect::<Vec<_>>(), (0..5).map(|_| b.next_u64()).collect::<Vec<_>>());
 }
 
 /// PCOLL_REPRODUCIBLE's promise: an algorithm marked canonical combines

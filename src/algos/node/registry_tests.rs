@@ -13,10 +13,10 @@ use super::tests::{element, expected, jitter, on_threads, Interval, TEST_GEO};
 use super::NodeCall;
 use crate::algos::{Impl, ALGORITHMS};
 use crate::core::call::{CallDesc, Topo};
+use crate::core::gen::{random_layout, Rng};
 use crate::core::types::Coll;
 use crate::exec::Buffers;
 use crate::shm::segment::Geometry;
-use crate::sim::check::{random_layout, Rng};
 
 /// The test segment with room for the zero-copy Gatherv layout of 9 ranks
 /// (16 bytes a rank in a chunk area).

@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::reduce;
 use super::{NodeMemory, Team};
+use crate::core::gen::Rng;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::segment::{Geometry, Segment, PAGE};
 use crate::shm::team::{NodeSettings, TeamState};
 use crate::shm::PeerMemory;
-use crate::sim::check::Rng;
 
 /// A zeroed, page-aligned heap buffer standing in for the shared mapping.
 pub(super) struct HeapSegment {
@@ -314,7 +314,7 @@ fn adaptive_reduce_is_exact_with_either_stores() {
 /// same the simulator holds the `ordered` algorithm to ([`combine_order`]).
 #[test]
 fn node_reductions_combine_in_the_canonical_order() {
-    use crate::sim::check::combine_order;
+    use crate::core::gen::combine_order;
     struct Order;
     impl Combiner for Order {
         fn combine(&self, src: &[u8], dst: &mut [u8]) {
@@ -499,7 +499,7 @@ fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
 #[test]
 fn gathers_put_every_block_in_place_across_many_calls() {
     use super::gatherv_shm::{self as gatherv, Gather};
-    use crate::sim::check::random_layout;
+    use crate::core::gen::random_layout;
     for p in [1, 2, 3, 5, 8] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(p as u64 * 77 + rank as u64);
@@ -908,7 +908,7 @@ mod multi {
                         assert_eq!(data, want, "bcast {node_of:?} rank {rank} root {root}");
                     });
                     on_nodes(node_of, |rank, node, topo| {
-                        let layout = crate::sim::check::random_layout(p, count * 9, (count * 31 + root) as u64);
+                        let layout = crate::core::gen::random_layout(p, count * 9, (count * 31 + root) as u64);
                         let byte = |r: usize, i: usize| (r * 37 + i * 11) as u8;
                         let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
                         let extent = layout.blocks.iter().map(|&(o, l)| o + l).max().unwrap_or(0) + 1;
