@@ -12,7 +12,7 @@ use super::node::Node;
 use super::shim;
 use super::transport::check;
 use super::window::Leaders;
-use crate::algos::multinode::hier::Memo;
+use crate::algos::multinode::Memo;
 use crate::core::call::Topo;
 use crate::driver::cache::ScheduleCache;
 use mpi_sys::*;

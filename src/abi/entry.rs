@@ -9,7 +9,7 @@ use super::runtime::{self, Runtime};
 use super::transport::PmpiTransport;
 use super::window::Leaders;
 use super::{comm, gatherv, shim, verify};
-use crate::algos::multinode::hier::{BetweenNodes, NodeMap, Part};
+use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
 use crate::algos::multinode::{BetweenPlan, OneSided, StagePlan};
 use crate::algos::node::gatherv_shm::Gather;
 use crate::algos::node::{reduce, NodeCall, Team};

@@ -181,7 +181,7 @@ impl Algorithm {
             name,
             summary,
             params: &[],
-            check: multinode::hier::check,
+            check: multinode::check,
             imp: Impl::Hier(run),
             layout_everywhere: false,
             canonical: false,
@@ -466,7 +466,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "hier",
         "several nodes: reduce in each node, allreduce between nodes, broadcast in each node",
-        multinode::hier_allreduce,
+        multinode::allreduce_hier::run,
     ),
     Algorithm::hier(
         Coll::Allreduce,
@@ -487,14 +487,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "hier",
         "several nodes: reduce in each node, then between the nodes to the root",
-        multinode::hier_reduce,
+        multinode::reduce_hier::run,
     ),
-    Algorithm::hier(Coll::Bcast, "hier", "several nodes: broadcast between nodes, then in each node", multinode::hier_bcast),
+    Algorithm::hier(Coll::Bcast, "hier", "several nodes: broadcast between nodes, then in each node", multinode::bcast_hier::run),
     Algorithm::hier(
         Coll::Gatherv,
         "hier",
         "several nodes: gather each node's blocks at one rank, which sends them to the root in one message",
-        multinode::hier_gatherv,
+        multinode::gatherv_hier::run,
     ),
 ];
 

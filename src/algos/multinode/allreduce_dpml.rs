@@ -35,7 +35,7 @@
 //! cannot drive the node's link, `l` streams move up to `l` times the data
 //! per unit of time (the seed's reason for several leaders).
 
-use super::hier::{between_nodes_call, Part};
+use super::{between_nodes_call, Part};
 use crate::algos::node::reduce::{
     fold, fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK,
 };

@@ -49,8 +49,8 @@
 
 use std::time::Instant;
 
-use super::hier::Part;
 use super::OneSided;
+use super::Part;
 use crate::adapt::chunk::ChunkSearch;
 use crate::algos::node::reduce::{chunk_len, fold, slice_bytes, vector_len};
 use crate::algos::node::NodeCall;

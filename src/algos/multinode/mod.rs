@@ -2,20 +2,25 @@
 //! with the node algorithms ([`crate::algos::node`]) within each node and
 //! point-to-point algorithms (or one-sided transfers) between them.
 //!
-//! - [`hier`]: one representative per node, for the four collectives;
+//! - `<collective>_hier`: one representative per node, for each of the
+//!   four collectives;
 //! - [`allreduce_dpml`]: seed 003's DPML, several leaders per node;
 //! - [`allreduce_salar`]: seed 003's SALaR, a pipeline of chunks with
 //!   one-sided transfers between the leaders and an adaptive chunk size.
 
 pub mod allreduce_dpml;
+pub mod allreduce_hier;
 pub mod allreduce_salar;
-pub mod hier;
+pub mod bcast_hier;
+pub mod gatherv_hier;
+pub mod reduce_hier;
 
-use crate::algos::node::{NodeCall, NodeFn};
+use crate::adapt::chunk::Tuners;
+use crate::algos::node::{NodeCall, NodeFn, Team};
 use crate::algos::{Algorithm, Params};
-use crate::core::call::CallDesc;
-use crate::exec::Combiner;
-pub use hier::Part;
+use crate::core::call::{CallDesc, GatherLayout, Topo};
+use crate::core::types::Coll;
+use crate::exec::{Buffers, Combiner};
 
 /// A node-aware composition, as the registry holds it.
 pub type HierFn = fn(Part<'_, '_>, &CallDesc, NodeCall<'_>, &dyn Combiner);
@@ -92,25 +97,137 @@ pub trait OneSided {
     fn fence(&mut self);
 }
 
-/// [`hier::allreduce`], as the registry runs it.
-pub fn hier_allreduce(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
-    let (bufs, _, _) = call.into_reduction();
-    hier::allreduce(part, desc, bufs, c)
+/// Where every rank of the communicator is: its node and its rank there.
+pub struct NodeMap<'a> {
+    pub node_of: &'a [usize],
+    pub local_of: &'a [usize],
 }
 
-/// [`hier::reduce`], as the registry runs it.
-pub fn hier_reduce(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
-    let (bufs, _, _) = call.into_reduction();
-    hier::reduce(part, desc, bufs, c)
+impl NodeMap<'_> {
+    /// The communicator rank of local rank `local` of node `node`.
+    pub fn rank_of(&self, node: usize, local: usize) -> usize {
+        (0..self.node_of.len()).find(|&r| self.node_of[r] == node && self.local_of[r] == local).expect("a rank")
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.node_of.iter().copied().max().map_or(0, |n| n + 1)
+    }
+
+    /// The rank count of the smallest node.
+    pub fn smallest_node(&self) -> usize {
+        (0..self.nodes()).map(|n| self.node_of.iter().filter(|&&m| m == n).count()).min().unwrap_or(0)
+    }
+
+    /// The representative of every node for a call rooted at `root`: the
+    /// root on its own node, local rank 0 elsewhere.
+    pub fn representatives(&self, root: Option<usize>) -> Vec<usize> {
+        (0..self.nodes())
+            .map(|n| match root {
+                Some(r) if self.node_of[r] == n => r,
+                _ => self.rank_of(n, 0),
+            })
+            .collect()
+    }
 }
 
-/// [`hier::bcast`], as the registry runs it.
-pub fn hier_bcast(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
-    let (data, _) = call.into_bcast();
-    hier::bcast(part, desc, data, c)
+/// The inter-node stage: runs `desc` (a call whose ranks are the nodes'
+/// representatives `reps`, communicator ranks) at this rank, one of the
+/// representatives, with a point-to-point algorithm (Gatherv: linear, so
+/// that only the root needs the layout).
+pub trait BetweenNodes {
+    fn run(
+        &mut self,
+        desc: &CallDesc,
+        reps: &[usize],
+        layout: &GatherLayout,
+        send: Option<&[u8]>,
+        recv: &mut [u8],
+        combiner: &dyn Combiner,
+    );
+
+    /// The leaders' one-sided window of at least `bytes` (SALaR). Every
+    /// rank of the communicator calls it at the same point (setting it up
+    /// may be collective); a leader gets its window, the others `None`.
+    fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided>;
 }
 
-/// [`hier::gatherv`], as the registry runs it.
-pub fn hier_gatherv(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
-    hier::gatherv(part, desc, call.into_gatherv(), c)
+/// What the compositions remember of a communicator between calls.
+#[derive(Debug, Default)]
+pub struct Memo {
+    pub salar: Tuners,
+}
+
+/// The node stage of a reduction, as the plan says.
+pub(crate) fn node_reduce(
+    plan: &StagePlan,
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    c: &dyn Combiner,
+) {
+    let bufs = Buffers { send: bufs.send, recv: &mut *bufs.recv, scratch: &mut *bufs.scratch };
+    StagePlan::node_fn(plan.node_reduce)(team, NodeCall::Reduce { bufs, unit, root }, c)
+}
+
+/// The node stage of a broadcast, as the plan says.
+pub(crate) fn node_bcast(plan: &StagePlan, team: &mut Team<'_>, data: &mut [u8], root: usize, c: &dyn Combiner) {
+    StagePlan::node_fn(plan.node_bcast)(team, NodeCall::Bcast { data, root }, c)
+}
+
+/// The call the representatives make between nodes.
+pub(crate) fn between_nodes_call(
+    desc: &CallDesc,
+    nodes: usize,
+    node: usize,
+    root_node: usize,
+    in_place: bool,
+    bytes: usize,
+) -> CallDesc {
+    CallDesc {
+        coll: desc.coll,
+        rank: node,
+        size: nodes,
+        root: root_node,
+        bytes,
+        unit: desc.unit,
+        commutative: desc.commutative,
+        in_place,
+        // Between nodes only point-to-point algorithms run.
+        topo: Topo { nodes, ..Topo::default() },
+    }
+}
+
+/// A rank's part in a composition.
+pub struct Part<'a, 'b> {
+    pub team: &'a mut Team<'b>,
+    pub map: &'a NodeMap<'a>,
+    /// This rank's communicator rank.
+    pub rank: usize,
+    pub inter: &'a mut dyn BetweenNodes,
+    /// The algorithm's parameter values, in registry order.
+    pub params: &'a [u64],
+    /// PCOLL_LEADERS, if set.
+    pub leaders: Option<usize>,
+    /// How the node stages run and what runs between the nodes.
+    pub plan: &'a StagePlan,
+    pub memo: &'a mut Memo,
+}
+
+/// Whether the compositions can run a call (the Allreduce/Reduce check
+/// adds the order condition).
+pub fn check(desc: &CallDesc) -> Result<(), &'static str> {
+    if desc.topo.nodes < 2 {
+        return Err("the communicator lies on one node");
+    }
+    if !desc.topo.shm {
+        return Err("a node has no shared segment");
+    }
+    if desc.coll.is_reduction() && !desc.commutative && !desc.topo.contiguous {
+        return Err("nodes do not hold consecutive ranks, so a non-commutative operator would combine out of order");
+    }
+    if desc.coll == Coll::Gatherv && 16 * desc.size > desc.topo.chunk {
+        return Err("the layout does not fit a chunk area (raise PCOLL_SHM_CHUNK)");
+    }
+    Ok(())
 }

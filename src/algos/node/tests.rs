@@ -604,8 +604,9 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
 mod multi {
     use super::*;
     use crate::algos;
-    use crate::algos::multinode::hier::{self, BetweenNodes, Memo, NodeMap, Part};
     use crate::algos::multinode::OneSided;
+    use crate::algos::multinode::{allreduce_hier, bcast_hier, gatherv_hier, reduce_hier};
+    use crate::algos::multinode::{BetweenNodes, Memo, NodeMap, Part};
     use crate::algos::multinode::{BetweenPlan, HierFn, StagePlan};
     use crate::algos::node::gatherv_shm::Gather;
     use crate::algos::node::NodeCall;
@@ -865,7 +866,7 @@ mod multi {
                         let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
-                        hier::allreduce(
+                        allreduce_hier::allreduce(
                             node.part(&[], plan),
                             &d,
                             Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
@@ -885,7 +886,7 @@ mod multi {
                         let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
-                        hier::reduce(
+                        reduce_hier::reduce(
                             node.part(&[], plan),
                             &d,
                             Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
@@ -904,7 +905,7 @@ mod multi {
                         let want: Vec<u8> = (0..n).map(|i| (i * 7 + root) as u8).collect();
                         let mut data = if rank == root { want.clone() } else { vec![0; n] };
                         let d = desc(Coll::Bcast, rank, p, root, n, topo);
-                        hier::bcast(node.part(&[], plan), &d, &mut data, &NoOp);
+                        bcast_hier::bcast(node.part(&[], plan), &d, &mut data, &NoOp);
                         assert_eq!(data, want, "bcast {node_of:?} rank {rank} root {root}");
                     });
                     on_nodes(node_of, |rank, node, topo| {
@@ -922,7 +923,7 @@ mod multi {
                             in_place: false,
                         };
                         let d = CallDesc { unit: 1, ..desc(Coll::Gatherv, rank, p, root, block.len(), topo) };
-                        hier::gatherv(node.part(&[], plan), &d, g, &NoOp);
+                        gatherv_hier::gatherv(node.part(&[], plan), &d, g, &NoOp);
                         if rank == root {
                             let mut want = vec![0xEE; extent];
                             for (r, &(o, l)) in layout.blocks.iter().enumerate() {
