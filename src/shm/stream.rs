@@ -3,16 +3,12 @@
 //!
 //! A chunk that one rank copies into its area is read next by another
 //! core, which read the same lines on the previous call. With ordinary
-//! stores the writer first takes each line back from that reader. Between
-//! cores that share a last-level cache this is cheap; between cores that
-//! do not (another CCD of an AMD EPYC, another socket, or, on a virtual
-//! machine, wherever the host put the vCPU) each line costs ~40 ns: 32 KiB
-//! copied through took 15-22 us, 12-18 of them in the writer's copy.
-//! Non-temporal stores need no line back: they go to memory, and the
-//! reader streams them from there: 5 us for the same 32 KiB, 277 against
-//! 1236 us for 2 MiB (2-vCPU EPYC VM, copy then read by the other core).
-//! Below a few KiB the flag round trip dominates and ordinary stores win,
-//! so streaming starts at a size (PCOLL_SHM_STREAM).
+//! stores the writer first takes each line back from that reader, about
+//! 40 ns a line between cores that share no last-level cache;
+//! non-temporal stores need no line back (32 KiB copied through: 5 us
+//! against 15-22). Below a few KiB the flag round trip dominates and
+//! ordinary stores win, so streaming starts at a size (PCOLL_SHM_STREAM).
+//! Measurements: docs/measurements.md.
 
 /// Copies `src` into a part of the segment that another rank reads next,
 /// streaming ([`copy`]) or with ordinary stores

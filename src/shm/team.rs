@@ -23,8 +23,8 @@
 //! A writer whose readers never answer it (a Bcast root, a Reduce or
 //! Gatherv non-root) learns their progress only by reading their `done`, a
 //! cache-line transfer on its way to publishing: with slots it does so
-//! once in `SLOTS` steps for small messages, not every other step (Open
-//! MPI, 2 ranks, 8-byte Gatherv: the root's time 0.89 -> 0.64 us).
+//! once in `SLOTS` steps for small messages, not every other step (an
+//! 8-byte Gatherv root: 0.89 -> 0.64 us; docs/measurements.md).
 //!
 //! Every algorithm finishes a step before it publishes a later one, so a
 //! rank seen at `ready >= s` is `done` with `s - 1`: waiting for everyone's
@@ -175,8 +175,8 @@ impl<M> Team<'_, M> {
     /// data with those misses, where a chunk area costs the miss on the
     /// writer's `ready` first. For exchanges where every rank writes
     /// before it reads (an Allreduce): a reader that polls lines the
-    /// writer has yet to write takes each line from it in between, and a
-    /// Bcast or Gatherv of 128-168 B got 0.05-0.12 us slower that way.
+    /// writer has yet to write takes each line from it in between (a
+    /// Bcast or Gatherv of 128-168 B got up to 0.12 us slower that way).
     pub fn put_lines(&mut self, s: u64, src: &[u8]) {
         debug_assert!(in_lines(src.len()));
         self.wait_done(s.saturating_sub(SLOTS as u64));

@@ -20,9 +20,8 @@ pub fn set_oversubscribed() {
 
 /// While spinning, the clock is read once every this many pauses: a
 /// clock read costs as much as several polls (20-50 ns on a virtual
-/// machine), and a poll that waits for one sees the flag that much later.
-/// Open MPI, 2 ranks, 8-byte Allreduce back to back: 22% of the time went
-/// to reading the clock when every pause after the first 64 read it.
+/// machine), and a poll that waits for one sees the flag that much later
+/// (22% of a back-to-back 8-byte Allreduce when every pause read it).
 const SPIN_POLLS: u32 = 64;
 /// Spinning stops after this long.
 const SPIN: Duration = Duration::from_micros(20);
