@@ -22,6 +22,7 @@ use super::transport::check;
 use crate::algos::node::{NodeMemory, QueueSettings};
 use crate::core::call::Topo;
 use crate::select::config::{ShmConfig, ShmTree};
+use crate::shm::prefetch::Ahead;
 use crate::shm::segment::{Geometry, Segment, PAGE};
 use crate::shm::team::{NodeSettings, TeamState};
 use crate::shm::PeerMemory;
@@ -337,6 +338,7 @@ impl Node {
             settings: NodeSettings {
                 stream_from: cfg.stream_from,
                 stream_out_from: cfg.stream_out_from,
+                ahead: Ahead::default(),
                 oversubscribed,
             },
             state: CallState::new(NodeMemory::new(QueueSettings { fragment: cfg.fragment, tree }, cfg.adapt)),

@@ -105,7 +105,7 @@ fn zero_copy(
             }
             let mine = own_part(bufs.send, bufs.recv, own, at, len);
             let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
-            fold_out(q, part, &mut bufs.recv[at..at + len], unit, c);
+            fold_out(q, part, &mut bufs.recv[at..at + len], unit, team.settings.ahead, c);
             at += len;
         }
         between(&mut bufs.recv[lo..hi]);
@@ -161,7 +161,8 @@ fn copy_in(
             team.wait_ready(j, t);
             let part = bytes(j);
             let result = &team.area_bytes(j, t, len)[part.clone()];
-            crate::shm::stream::copy_out(&mut bufs.recv[off + part.start..off + part.end], result, false);
+            let dst = &mut bufs.recv[off + part.start..off + part.end];
+            crate::shm::stream::copy_out(dst, result, false, team.settings.ahead);
         }
         team.finish(t);
         off += len;

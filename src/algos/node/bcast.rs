@@ -110,7 +110,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
             let from_root = team.wait_data(root, s, len);
-            crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out);
+            crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out, team.settings.ahead);
             if off == 0 && stores.timed() {
                 streamed = team.word(root, s, STORES) != 0;
             }
@@ -212,7 +212,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // before notifying (acquired above) and will not refill it
                 // before this rank counts out of the set.
                 let slot = unsafe { std::slice::from_raw_parts(team.seg.queue_slot(root, index), len) };
-                crate::shm::stream::copy_out(&mut data[sent..sent + len], slot, false);
+                crate::shm::stream::copy_out(&mut data[sent..sent + len], slot, false, team.settings.ahead);
                 sent += len;
                 index += 1;
             }

@@ -102,7 +102,8 @@ impl Gather<'_> {
     fn place_own_block(&mut self, team: &Team<'_>) {
         if !self.in_place {
             let (off, len) = self.layout.blocks[team.rank];
-            crate::shm::stream::copy_out(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
+            let (dst, src) = (&mut self.recv[off..off + len], &self.send[..len]);
+            crate::shm::stream::copy_out(dst, src, team.streams_out(len), team.settings.ahead);
         }
     }
 }
@@ -193,6 +194,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     &mut g.recv[off + head..off + len],
                     team.area_bytes(r, s, len - head),
                     false,
+                    team.settings.ahead,
                 );
                 while let Some(piece) = claim(claims, pieces(head), End::Back) {
                     let at = piece_bytes(piece, head);
@@ -200,7 +202,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 }
                 team.wait_ready(r, t);
             } else {
-                crate::shm::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false);
+                let ahead = team.settings.ahead;
+                crate::shm::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false, ahead);
             }
         }
     } else if direct(g.send.len()) {
@@ -342,7 +345,8 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
                 let (off, len) = g.layout.blocks[r];
                 let range = piece(round, len);
                 let bytes = team.area_bytes(r, s, range.len());
-                crate::shm::stream::copy_out(&mut g.recv[off + range.start..off + range.end], bytes, false);
+                let dst = &mut g.recv[off + range.start..off + range.end];
+                crate::shm::stream::copy_out(dst, bytes, false, team.settings.ahead);
             }
         }
         team.finish(s);

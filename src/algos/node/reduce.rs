@@ -66,18 +66,20 @@ pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8]
 }
 
 /// [`fold`] into an application's buffer of `unit`-byte elements, asking
-/// for its lines ahead of the stores ([`prefetch::ahead_of_stores`])
-/// where the combiner is cheap in pieces (a user-defined operator, called
-/// through the host MPI, folds the whole vector at once).
+/// for its lines ahead of the stores as `ahead` says
+/// ([`prefetch::ahead_of_stores`]) where the combiner is cheap in pieces
+/// (a user-defined operator, called through the host MPI, folds the whole
+/// vector at once).
 pub fn fold_out<'p, C: Combiner + ?Sized>(
     p: usize,
     part: impl Fn(usize) -> &'p [u8],
     out: &mut [u8],
     unit: usize,
+    ahead: prefetch::Ahead,
     combiner: &C,
 ) {
     if combiner.cheap_in_pieces() {
-        prefetch::ahead_of_stores(out, unit, |range, out| fold(p, |r| &part(r)[range.clone()], out, combiner));
+        prefetch::ahead_of_stores(out, unit, ahead, |range, out| fold(p, |r| &part(r)[range.clone()], out, combiner));
     } else {
         fold(p, part, out, combiner);
     }
@@ -208,7 +210,8 @@ pub fn flat<C: Combiner + ?Sized>(
                 _ if lines => &copies[r * len..(r + 1) * len],
                 _ => team.area_bytes(r, s, len),
             };
-            stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, combiner));
+            let ahead = team.settings.ahead;
+            stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, ahead, combiner));
             team.state.memory.line_copies = copies;
         }
         team.finish(s);
@@ -275,7 +278,7 @@ pub fn partition<C: Combiner + ?Sized>(
         };
         if gets_result(me) {
             let out = &mut bufs.recv[off + mine.start..off + mine.end];
-            fold_out(p, part, out, unit, combiner);
+            fold_out(p, part, out, unit, team.settings.ahead, combiner);
             if others_need {
                 let stream = stores::streams(rooted.as_ref(), team, out.len());
                 crate::shm::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
@@ -290,7 +293,12 @@ pub fn partition<C: Combiner + ?Sized>(
                 team.wait_ready(j, t);
                 let theirs = bytes(j);
                 let result = &team.area_bytes(j, t, len)[theirs.clone()];
-                crate::shm::stream::copy_out(&mut bufs.recv[off + theirs.start..off + theirs.end], result, false);
+                crate::shm::stream::copy_out(
+                    &mut bufs.recv[off + theirs.start..off + theirs.end],
+                    result,
+                    false,
+                    team.settings.ahead,
+                );
             }
         }
         team.finish(t);
@@ -349,7 +357,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
         let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
         let out: &mut [u8] =
             if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
-        fold_out(p, part, out, unit, combiner);
+        fold_out(p, part, out, unit, team.settings.ahead, combiner);
         for r in (0..p).filter(|&r| r != me && root.is_none_or(|root| root == r)) {
             peers.write(r, team.word(r, s, OUTPUT) as usize + at, out);
         }

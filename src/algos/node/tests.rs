@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::reduce;
 use super::{NodeMemory, Team};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::prefetch::Ahead;
 use crate::shm::segment::{Geometry, Segment, PAGE};
 use crate::shm::team::{NodeSettings, TeamState};
 use crate::shm::PeerMemory;
@@ -88,9 +89,14 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
 /// Copies into the segment stream from 100 bytes and copies of messages
 /// from 1000 bytes into buffers do (PCOLL_SHM_STREAM=100,
 /// PCOLL_SHM_STREAM_OUT=1000), so that the threaded tests run both kinds
-/// of copies.
-pub(super) const TEST_SETTINGS: NodeSettings =
-    NodeSettings { stream_from: 100, stream_out_from: 1000, oversubscribed: false };
+/// of copies; writes into buffers from 100 bytes go in pieces of 24,
+/// asking for their lines ahead.
+pub(super) const TEST_SETTINGS: NodeSettings = NodeSettings {
+    stream_from: 100,
+    stream_out_from: 1000,
+    ahead: Ahead { from: 100, piece: 24 },
+    oversubscribed: false,
+};
 
 /// Small areas, so that chunk loops run in the tests (but room for the
 /// zero-copy Gatherv layout of 8 ranks).
