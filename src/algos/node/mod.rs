@@ -22,7 +22,7 @@ use crate::exec::{Buffers, Combiner};
 pub type Team<'a> = crate::shm::team::Team<'a, NodeMemory>;
 
 /// What one rank's node algorithms keep between calls, per communicator.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NodeMemory {
     /// Seed 002's queue: its fragment bytes (0: the paper's model) and
     /// notification tree.
@@ -31,10 +31,24 @@ pub struct NodeMemory {
     pub queue_op: u64,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
-    /// Bcast's timings of its methods, as root.
+    /// Bcast's timings of its methods, as root (from [`bcast::TIMED_FROM`]
+    /// bytes by default).
     pub bcast_method: TimedChoice<bcast::Method>,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
+}
+
+impl Default for NodeMemory {
+    /// A communicator's first memory with the default settings.
+    fn default() -> Self {
+        NodeMemory {
+            queue: QueueSettings::default(),
+            queue_op: 0,
+            line_copies: Vec::new(),
+            bcast_method: TimedChoice::new(bcast::TIMED_FROM),
+            adaptation: Adaptation::default(),
+        }
+    }
 }
 
 impl AsRef<Adaptation> for NodeMemory {
@@ -54,7 +68,7 @@ impl NodeMemory {
     pub fn new(queue: QueueSettings, adapt: bool) -> NodeMemory {
         NodeMemory {
             queue,
-            adaptation: Adaptation { enabled: adapt, ..Adaptation::default() },
+            adaptation: Adaptation::new(adapt, crate::adapt::stores::ADAPT_FROM),
             ..NodeMemory::default()
         }
     }

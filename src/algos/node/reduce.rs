@@ -42,7 +42,7 @@
 use std::ops::Range;
 
 use super::{NodeCall, Team};
-use crate::adapt::stores::{self, Stopwatch, StoreChoice, Stores};
+use crate::adapt::stores::{self, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
 
@@ -137,7 +137,7 @@ pub(crate) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
 /// root only. An Allreduce moves wider chunks and, from
-/// [`stores::ADAPT_FROM`] bytes, copies in with the stores its timings
+/// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores its timings
 /// favour ([`stores`]).
 pub fn flat<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
@@ -151,8 +151,8 @@ pub fn flat<C: Combiner + ?Sized>(
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
         Some(_) => reduce_chunk(team, n, unit),
     };
-    let adapts =
-        root.is_none() && team.state.memory.adaptation.enabled && n >= stores::ADAPT_FROM && team.streams(chunk.min(n));
+    let adaptation = &team.state.memory.adaptation;
+    let adapts = root.is_none() && adaptation.enabled && n >= adaptation.from() && team.streams(chunk.min(n));
     let pick = adapts.then(|| team.state.memory.adaptation.allreduce_stores.pick(n));
     let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
     let mut stopwatch = Stopwatch::new(adapts);
@@ -218,11 +218,9 @@ pub fn flat<C: Combiner + ?Sized>(
         off += len;
     }
     if let Some(pick) = pick {
-        if let Some(change) = team.state.memory.adaptation.allreduce_stores.record(pick, n, stopwatch.total) {
-            log::debug!(
-                "shm_flat Allreduce of {} B and more: copies in now with {change}",
-                StoreChoice::class_bytes(&pick)
-            );
+        let choice = &mut team.state.memory.adaptation.allreduce_stores;
+        if let Some(change) = choice.record(pick, n, stopwatch.total) {
+            log::debug!("shm_flat Allreduce of {} B and more: copies in now with {change}", choice.class_bytes(&pick));
         }
     }
     if let Some(rooted) = rooted {

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::reduce;
 use super::{NodeMemory, Team};
+use crate::adapt::choice::TimedChoice;
+use crate::adapt::Adaptation;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch::Ahead;
 use crate::shm::segment::{Geometry, Segment, PAGE};
@@ -48,21 +50,33 @@ impl PeerMemory for Threads {
     }
 }
 
-/// Runs `body(rank, team)` on `p` threads sharing one segment; each
-/// thread's team state persists across everything `body` does. A rank that
-/// panics leaves the others waiting for it for ever, so a panic ends the
-/// test process at once (the test fails with the panic's message).
+/// Runs `body(rank, team)` on `p` threads sharing one segment, with the
+/// tests' small thresholds ([`TEST_SETTINGS`], [`test_memory`]); each
+/// thread's team state persists across everything `body` does.
 pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team<'_>) + Sync) {
+    on_threads_with(p, geo, TEST_SETTINGS, test_memory, body)
+}
+
+/// [`on_threads`] with these settings and each rank's first memory from
+/// `memory`. A rank that panics leaves the others waiting for it for
+/// ever, so a panic ends the test process at once (the test fails with the
+/// panic's message).
+pub(super) fn on_threads_with(
+    p: usize,
+    geo: Geometry,
+    settings: NodeSettings,
+    memory: impl Fn() -> NodeMemory + Sync,
+    body: impl Fn(usize, &mut Team<'_>) + Sync,
+) {
     let heap = HeapSegment::new(Geometry { ranks: p, ..geo });
     let seg = &heap.seg;
-    let body = &body;
+    let (body, memory) = (&body, &memory);
     std::thread::scope(|scope| {
         for rank in 0..p {
             scope.spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
-                    let mut state = TeamState::default();
-                    let mut team =
-                        Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings: TEST_SETTINGS };
+                    let mut state = TeamState { memory: memory(), ..TeamState::default() };
+                    let mut team = Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings };
                     body(rank, &mut team);
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
@@ -97,6 +111,26 @@ pub(super) const TEST_SETTINGS: NodeSettings = NodeSettings {
     ahead: Ahead { from: 100, piece: 24 },
     oversubscribed: false,
 };
+
+/// Copy bytes from which the threaded tests time the stores (4 KiB by
+/// default, [`crate::adapt::stores::ADAPT_FROM`]), so that their small
+/// messages run both kinds.
+pub(super) const TEST_ADAPT_FROM: usize = 256;
+
+/// Message bytes from which a `shm` Bcast times its methods in the
+/// threaded tests (256 KiB by default, [`super::bcast::TIMED_FROM`]), so
+/// that their small messages run both.
+pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
+
+/// A rank's first memory in the threaded tests: adapting, with the tests'
+/// small thresholds.
+pub(super) fn test_memory() -> NodeMemory {
+    NodeMemory {
+        bcast_method: TimedChoice::new(TEST_TIMED_BCAST_FROM),
+        adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
+        ..NodeMemory::default()
+    }
+}
 
 /// Small areas, so that chunk loops run in the tests (but room for the
 /// zero-copy Gatherv layout of 8 ranks).
@@ -247,7 +281,7 @@ fn from_two_roots(
     }
 }
 
-/// Flat Allreduce from [`super::stores::ADAPT_FROM`] bytes, long enough
+/// Flat Allreduce from [`TEST_ADAPT_FROM`] bytes, long enough
 /// for the warm-up, both trial calls and an exploring one, with ranks that
 /// drift apart (so their timings, and maybe their choices, differ): exact
 /// whichever stores each rank copies in with. Each call's elements are
@@ -255,8 +289,7 @@ fn from_two_roots(
 #[test]
 fn adaptive_flat_allreduce_is_exact_with_either_stores() {
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
-    let count = ADAPT_FROM / 8 * 3 + 5;
+    let count = TEST_ADAPT_FROM / 8 * 3 + 5;
     assert!(count * 8 > 2 * TEST_GEO.allreduce_chunk, "several chunks");
     for p in [2, 3, 5] {
         on_threads(p, TEST_GEO, |rank, team| {
@@ -277,7 +310,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
     }
 }
 
-/// Flat and partitioned Reduce from [`super::stores::ADAPT_FROM`] bytes
+/// Flat and partitioned Reduce from [`TEST_ADAPT_FROM`] bytes
 /// to several roots, long enough for each root's warm-up, both trial
 /// calls and an exploring one, with ranks that drift apart: exact
 /// whichever stores the root picks for everyone, and every root has timed
@@ -286,8 +319,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
 #[test]
 fn adaptive_reduce_is_exact_with_either_stores() {
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
-    let count = ADAPT_FROM / 8 * 3 + 5;
+    let count = TEST_ADAPT_FROM / 8 * 3 + 5;
     let body = |team: &mut Team<'_>, call: usize, root: usize, _: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
         let op = Interval { combined: AtomicU64::new(0) };
@@ -438,10 +470,10 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 /// ranks outnumber cores, every byte arrives through the pipeline, untimed.
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
-    use super::bcast::{self, Method};
-    use crate::adapt::choice::{Alternative, EXPLORE};
+    use super::bcast;
+    use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
-        let n = Method::FROM + plan.below(Method::FROM);
+        let n = TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         bcast::timed(team, &mut data, root);
@@ -458,12 +490,12 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
 /// whatever it wishes, it knows one kind's cost only.
 #[test]
 fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
-    use crate::adapt::stores::{BcastStores, ADAPT_FROM};
+    use crate::adapt::stores::BcastStores;
     on_threads(2, TEST_GEO, |rank, team| {
         if rank == 1 {
             for streamed in [true, false] {
                 for _ in 0..8 {
-                    let stores = BcastStores::start(team, 0, ADAPT_FROM);
+                    let stores = BcastStores::start(team, 0, TEST_ADAPT_FROM);
                     assert!(stores.timed());
                     stores.end(team, streamed);
                 }
@@ -484,9 +516,8 @@ fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
 fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
     use super::bcast::{self, Tree};
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
-        let n = ADAPT_FROM + plan.below(ADAPT_FROM);
+        let n = TEST_ADAPT_FROM + plan.below(TEST_ADAPT_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         match call % 3 {
@@ -570,12 +601,11 @@ fn gathers_put_every_block_in_place_across_many_calls() {
 fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
     use super::gatherv_shm::{self as gatherv, Gather};
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
     use crate::core::call::GatherLayout;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
         // 256-511 B blocks go through the areas, 2-4 KiB direct.
-        let base = if (call / p.min(2)).is_multiple_of(2) { ADAPT_FROM } else { 8 * ADAPT_FROM };
+        let base = if (call / p.min(2)).is_multiple_of(2) { TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
         let mut at = 0;
         let blocks = (0..p)
             .map(|_| {
@@ -598,7 +628,7 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
             assert_eq!(recv, want, "p={p} call={call} root={root}");
         }
     };
-    let geo = Geometry { chunk: 4 * ADAPT_FROM, ..TEST_GEO };
+    let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, ..TEST_GEO };
     from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| {
         state.memory.adaptation.gatherv_stores.summary("calls")
     });
@@ -808,7 +838,7 @@ mod multi {
                 scope.spawn(move || {
                     let run = std::panic::AssertUnwindSafe(|| {
                         let node = node_of[rank];
-                        let mut state = TeamState::default();
+                        let mut state = TeamState { memory: test_memory(), ..TeamState::default() };
                         let team = Team {
                             rank: local_of[rank],
                             size: sizes[node],
