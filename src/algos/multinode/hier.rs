@@ -107,7 +107,9 @@ pub fn node_reduce(team: &mut Team<'_>, bufs: &mut Buffers<'_>, unit: usize, roo
     let n = bufs.send.map_or(bufs.recv.len(), <[u8]>::len);
     if n <= NODE_FLAT_MAX {
         reduce::flat(team, bufs, unit, root, c)
-    } else if team.peers.is_some() && bufs.scratch.len() >= reduce::zero_copy_scratch(team.size) {
+    } else if team.peers.is_some()
+        && bufs.scratch.len() >= reduce::zero_copy_scratch(team.size, team.state.memory.sizes.sub_chunk)
+    {
         reduce::zero_copy(team, bufs, unit, root, c)
     } else {
         reduce::partition(team, bufs, unit, root, c)

@@ -46,10 +46,10 @@ use crate::adapt::stores::{self, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
 
-/// Bytes of a zero-copy sub-chunk (per peer in scratch): large enough to
-/// amortise a system call, small enough to stay in cache. Tiny under test,
-/// so that the threaded tests run the sub-chunk loop.
-pub const SUB_CHUNK: usize = if cfg!(test) { 40 } else { 256 << 10 };
+/// Default bytes of a zero-copy sub-chunk ([`super::Sizes::sub_chunk`],
+/// per peer in scratch): large enough to amortise a system call, small
+/// enough to stay in cache.
+pub const SUB_CHUNK: usize = 256 << 10;
 
 /// `out = part(0) ∘ (part(1) ∘ (... ∘ part(p-1)))`.
 pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8], out: &mut [u8], combiner: &C) {
@@ -102,21 +102,22 @@ pub(crate) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
 /// first copy-in; more cost a synchronisation each (2 ranks, Open MPI and
 /// MPICH hosts: 128 KiB 18.4-19.1 us in 32 KiB chunks against 20.5-21.1 in
 /// one of 64 KiB and 21.6 in 16 KiB ones; 2 MiB unchanged in 64 KiB
-/// chunks). At least [`REDUCE_CHUNK_FLOOR`] bytes, at most the segment's
-/// chunk; the segment's chunk where ranks outnumber cores, which cannot
-/// overlap their copies with the root's combining.
+/// chunks). At least [`super::Sizes::reduce_chunk_floor`] bytes, at most
+/// the segment's chunk; the segment's chunk where ranks outnumber cores,
+/// which cannot overlap their copies with the root's combining.
 fn reduce_chunk(team: &Team<'_>, n: usize, unit: usize) -> usize {
     if team.settings.oversubscribed {
         return chunk_len(team, unit);
     }
-    whole_elements((n / REDUCE_DEPTH).max(REDUCE_CHUNK_FLOOR).min(team.seg.geo.chunk), unit)
+    let floor = team.state.memory.sizes.reduce_chunk_floor;
+    whole_elements((n / REDUCE_DEPTH).max(floor).min(team.seg.geo.chunk), unit)
 }
 
 /// Chunks a flat Reduce cuts its vector into (see [`reduce_chunk`]).
 const REDUCE_DEPTH: usize = 4;
-/// The least bytes of a flat Reduce's chunk. Tiny under test, so that the
-/// threaded tests cut vectors shorter than the test segment's chunk.
-const REDUCE_CHUNK_FLOOR: usize = if cfg!(test) { 16 } else { 16 << 10 };
+/// Default least bytes of a flat Reduce's chunk
+/// ([`super::Sizes::reduce_chunk_floor`]): 16 KiB.
+pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
 
 /// The most bytes of whole `unit`-byte elements in `bytes` (at least one).
 fn whole_elements(bytes: usize, unit: usize) -> usize {
@@ -325,7 +326,8 @@ pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u6
 }
 
 /// Partitioned reduction over zero copy: the team must have
-/// [`Team::peers`]; `bufs.scratch` holds [`zero_copy_scratch`] bytes.
+/// [`Team::peers`]; `bufs.scratch` holds [`zero_copy_scratch`] bytes for
+/// the team's [`super::Sizes::sub_chunk`].
 pub fn zero_copy<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
@@ -342,7 +344,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     // copy with MPI_IN_PLACE, where it is also the output), a result
     // buffer, then one part per rank.
     let mine = slice_bytes(me, p, n, unit);
-    let sub = (SUB_CHUNK / unit).max(1) * unit;
+    let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
     let (own, rest) = bufs.scratch.split_at_mut(sub);
     let (result, remote) = rest.split_at_mut(sub);
     let mut at = mine.start;
@@ -383,9 +385,10 @@ pub(crate) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8
     }
 }
 
-/// Scratch bytes [`zero_copy`] needs for `p` ranks.
-pub fn zero_copy_scratch(p: usize) -> usize {
-    (p + 2) * SUB_CHUNK
+/// Scratch bytes [`zero_copy`] needs for `p` ranks and sub-chunks of
+/// `sub_chunk` bytes.
+pub fn zero_copy_scratch(p: usize, sub_chunk: usize) -> usize {
+    (p + 2) * sub_chunk
 }
 
 /// [`flat`], as the registry runs it.

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::reduce;
-use super::{NodeMemory, Team};
+use super::{NodeMemory, Sizes, Team};
 use crate::adapt::choice::TimedChoice;
 use crate::adapt::Adaptation;
 use crate::exec::{Buffers, Combiner};
@@ -122,10 +122,18 @@ pub(super) const TEST_ADAPT_FROM: usize = 256;
 /// that their small messages run both.
 pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
 
+/// Zero-copy sub-chunks of 40 bytes, flat Reduce chunks from 16 and
+/// direct Gatherv pieces of 24 (256 KiB, 16 KiB and 64 KiB by default),
+/// so that the threaded tests' small vectors and blocks run the sub-chunk
+/// loop, cut vectors shorter than the test segment's chunk, and share
+/// blocks between owner and root.
+pub(super) const TEST_SIZES: Sizes = Sizes { sub_chunk: 40, reduce_chunk_floor: 16, gatherv_piece: 24 };
+
 /// A rank's first memory in the threaded tests: adapting, with the tests'
-/// small thresholds.
+/// small sizes and thresholds.
 pub(super) fn test_memory() -> NodeMemory {
     NodeMemory {
+        sizes: TEST_SIZES,
         bcast_method: TimedChoice::new(TEST_TIMED_BCAST_FROM),
         adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
         ..NodeMemory::default()
@@ -207,7 +215,7 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
                 let input = vector(p, rank, count);
                 let mut recv =
                     if in_place && is_out { input.clone() } else { vec![0xEE; if is_out { count * 8 } else { 0 }] };
-                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let send = (!(in_place && is_out)).then_some(&input[..]);
                 let mut bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                 jitter(&mut rng);
@@ -376,7 +384,7 @@ fn node_reductions_combine_in_the_canonical_order() {
                 let is_out = root.is_none_or(|r| r == rank);
                 let input: Vec<u8> = (0..count).flat_map(|j| x(rank, j).to_le_bytes()).collect();
                 let mut recv = vec![0u8; if is_out { count * 8 } else { 0 }];
-                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
                 match algo {
                     Algo::Flat => reduce::flat(team, &mut bufs, 8, root, &Order),
@@ -416,7 +424,7 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
             (0..count).flat_map(|j| (VALUES[(rank + j) % 5] * (1 + j % 3) as f64).to_le_bytes()).collect();
         for algo in [Algo::Flat, Algo::Partition, Algo::ZeroCopy] {
             let mut recv = vec![0u8; count * 8];
-            let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+            let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
             let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
             match algo {
                 Algo::Flat => reduce::flat(team, &mut bufs, 8, None, &SumF64),
@@ -878,7 +886,7 @@ mod multi {
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
                         hier::allreduce(
@@ -898,7 +906,7 @@ mod multi {
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
                         hier::reduce(
@@ -981,7 +989,11 @@ mod multi {
                         for (call, count) in [1, 5, 40, 3].into_iter().enumerate() {
                             let in_place = call % 2 == 1;
                             let input = vector(p, rank, count);
-                            let mut scratch = vec![0u8; if zero_copy { reduce::zero_copy_scratch(8) } else { 0 }];
+                            let mut scratch =
+                                vec![
+                                    0u8;
+                                    if zero_copy { reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk) } else { 0 }
+                                ];
                             let mut recv = if in_place { input.clone() } else { vec![0u8; count * 8] };
                             let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };
                             let send = (!in_place).then_some(&input[..]);
