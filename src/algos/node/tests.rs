@@ -647,6 +647,7 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
 
 mod multi {
     use super::*;
+    use crate::adapt::chunk::Tuners;
     use crate::algos;
     use crate::algos::multinode::hier::{self, BetweenNodes, Memo, NodeMap, Part};
     use crate::algos::multinode::HierFn;
@@ -826,6 +827,11 @@ mod multi {
         }
     }
 
+    /// SALaR's first chunk in the tests (8 KiB by default,
+    /// [`crate::adapt::chunk::START_CHUNK`]), so that their short vectors
+    /// walk the chunk search.
+    const TEST_START_CHUNK: usize = 16;
+
     /// Runs `body` on one thread per rank, `node_of[r]` giving rank r's node.
     fn on_nodes(node_of: &[usize], body: impl Fn(usize, &mut Node<'_>, Topo) + Sync) {
         let nodes = node_of.iter().max().unwrap() + 1;
@@ -856,7 +862,8 @@ mod multi {
                             settings: TEST_SETTINGS,
                         };
                         let inter = Between { mail, me: rank, node, windows, window: None };
-                        let mut node = Node { team, map, rank, inter, memo: Memo::default() };
+                        let memo = Memo { salar: Tuners::new(TEST_START_CHUNK) };
+                        let mut node = Node { team, map, rank, inter, memo };
                         body(rank, &mut node, topo);
                     });
                     if std::panic::catch_unwind(run).is_err() {
