@@ -10,7 +10,8 @@ use crate::adapt::choice::TimedChoice;
 use crate::adapt::Adaptation;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch::Ahead;
-use crate::shm::segment::{Geometry, Segment, PAGE};
+use crate::shm::segment::{Geometry, Segment, INLINE, LINES, PAGE};
+use crate::shm::team::in_lines;
 use crate::shm::team::{NodeSettings, TeamState};
 use crate::shm::PeerMemory;
 use crate::sim::check::Rng;
@@ -191,6 +192,60 @@ pub(super) fn jitter(rng: &mut Rng) {
     }
 }
 
+/// Counts of 8-byte elements around what a slot's lines hold (`LINES *
+/// INLINE` bytes, [`in_lines`]): every line, the last one partly or
+/// wholly filled; one element more (the chunk area); and a flat
+/// Allreduce's chunk followed by a tail that fills the lines.
+fn around_lines() -> [usize; 4] {
+    let full = LINES * INLINE / 8;
+    assert!(in_lines(full * 8) && !in_lines((full + 1) * 8) && (full - 1) * 8 > (LINES - 1) * INLINE);
+    [full - 1, full, full + 1, TEST_GEO.allreduce_chunk / 8 + full]
+}
+
+/// Each rank's message of every length a slot's lines carry, to every
+/// other rank, across more steps than a rank has slots.
+#[test]
+fn slot_lines_carry_every_length_they_hold() {
+    assert!(!in_lines(INLINE) && in_lines(INLINE + 1) && in_lines(LINES * INLINE) && !in_lines(LINES * INLINE + 1));
+    for p in [2, 3] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let msg = |r: usize, len: usize| -> Vec<u8> { (0..len).map(|i| (r * 31 + i * 7 + len) as u8).collect() };
+            for len in INLINE + 1..=LINES * INLINE {
+                let s = team.next_step();
+                team.put_lines(s, &msg(rank, len));
+                team.publish(s);
+                let mut got = vec![0; len];
+                for r in (0..p).filter(|&r| r != rank) {
+                    team.wait_lines(r, s, &mut got);
+                    assert_eq!(got, msg(r, len), "p={p} rank={rank} from {r}, {len} B");
+                }
+                team.finish(s);
+            }
+        });
+    }
+}
+
+/// A flat Allreduce of each of [`around_lines`]' counts, through the
+/// lines or the chunk area.
+#[test]
+fn flat_allreduce_is_exact_around_what_slot_lines_hold() {
+    for p in [1, 2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let op = Interval { combined: AtomicU64::new(0) };
+            for (call, count) in around_lines().into_iter().enumerate() {
+                for in_place in [false, true] {
+                    let input = vector(p, rank, count);
+                    let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
+                    let mut bufs =
+                        Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
+                    reduce::flat(team, &mut bufs, 8, None, &op);
+                    assert_elements_from(&recv, p, 0, || format!("p={p} rank={rank} call={call} count={count}"));
+                }
+            }
+        });
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Algo {
     Flat,
@@ -200,6 +255,7 @@ enum Algo {
 
 #[test]
 fn reductions_are_exact_in_rank_order_across_many_calls() {
+    let counts: Vec<usize> = [1, 3, 7, 8, 11, 12, 13, 40, 100].into_iter().chain(around_lines()).collect();
     for p in [1, 2, 3, 4, 5, 8] {
         on_threads(p, TEST_GEO, |rank, team| {
             let op = Interval { combined: AtomicU64::new(0) };
@@ -208,7 +264,7 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
             let mut plan = Rng(p as u64);
             for call in 0..120 {
                 let algo = [Algo::Flat, Algo::Partition, Algo::ZeroCopy][plan.below(3)];
-                let count = [1, 3, 7, 8, 11, 12, 13, 40, 100][plan.below(9)];
+                let count = counts[plan.below(counts.len())];
                 let root = if plan.below(3) == 0 { None } else { Some(plan.below(p)) };
                 let in_place = plan.below(2) == 0;
                 let is_out = root.is_none_or(|r| r == rank);
@@ -374,12 +430,13 @@ fn node_reductions_combine_in_the_canonical_order() {
         }
     }
     let x = |r: usize, j: usize| Rng((r * 1000 + j) as u64).next_u64();
+    let counts: Vec<usize> = [1, 5, 17, 40, 100].into_iter().chain(around_lines()).collect();
     for p in [1, 2, 3, 4, 7] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut plan = Rng(p as u64);
             for call in 0..60 {
                 let algo = [Algo::Flat, Algo::Partition, Algo::ZeroCopy][call % 3];
-                let count = [1, 5, 17, 40, 100][plan.below(5)];
+                let count = counts[plan.below(counts.len())];
                 let root = if plan.below(2) == 0 { None } else { Some(plan.below(p)) };
                 let is_out = root.is_none_or(|r| r == rank);
                 let input: Vec<u8> = (0..count).flat_map(|j| x(rank, j).to_le_bytes()).collect();
