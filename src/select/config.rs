@@ -7,6 +7,9 @@
 use super::rules::{self, parse_target, Rules, Target};
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
+use crate::shm::prefetch::Ahead;
+use crate::shm::segment::Geometry;
+use crate::shm::team::NodeSettings;
 use std::fmt;
 
 /// How one collective is run.
@@ -149,6 +152,29 @@ impl ShmConfig {
             self.fragment
         } else {
             16 << 10
+        }
+    }
+
+    /// The segment's layout for a node of `ranks` ranks.
+    pub fn geometry(&self, ranks: usize) -> Geometry {
+        Geometry {
+            ranks,
+            chunk: self.chunk,
+            allreduce_chunk: self.allreduce_chunk,
+            slots: self.slots,
+            slot_bytes: self.slot_bytes(),
+            sets: self.sets.min(self.slots),
+        }
+    }
+
+    /// The node primitives' settings, on a host that runs more ranks than
+    /// it has cores if `oversubscribed`.
+    pub fn node_settings(&self, oversubscribed: bool) -> NodeSettings {
+        NodeSettings {
+            stream_from: self.stream_from,
+            stream_out_from: self.stream_out_from,
+            ahead: Ahead::default(),
+            oversubscribed,
         }
     }
 }
@@ -485,6 +511,9 @@ mod tests {
         assert_eq!(cfg.shm.chunk, 256 << 10);
         assert_eq!(cfg.shm.tree, ShmTree::Flat);
         assert_eq!(parse(&[]).unwrap().shm, ShmConfig::default());
+        // What the node layer gets when nothing is set: the defaults the
+        // threaded tests run with production settings.
+        assert_eq!(ShmConfig::default().node_settings(false), NodeSettings::default());
         assert_eq!(parse(&[("PCOLL_SHM_STREAM", "0")]).unwrap().shm.stream_from, 0);
         assert_eq!(parse(&[("PCOLL_SHM_ALLREDUCE_CHUNK", "1M")]).unwrap().shm.allreduce_chunk, 1 << 20);
         assert!(!parse(&[("PCOLL_SHM_ADAPT", "0")]).unwrap().shm.adapt);

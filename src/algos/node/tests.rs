@@ -699,6 +699,123 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
     });
 }
 
+/// Every node algorithm of the registry as the library runs it with
+/// nothing set ([`NodeSettings::default`], [`NodeMemory::default`],
+/// [`ShmConfig::default`]'s segment), on 2 and 3 ranks: sizes up to 800
+/// KB cross every default threshold (lines, chunk floors and sub-chunks,
+/// streaming in and out, pieces, timing), and the largest size repeats to
+/// one root, so that its timed choices try both ways.
+#[test]
+fn every_node_algorithm_is_exact_with_the_default_settings() {
+    use super::gatherv_shm::Gather;
+    use super::NodeCall;
+    use crate::algos::{Impl, ALGORITHMS};
+    use crate::core::call::GatherLayout;
+    use crate::core::types::Coll;
+    use crate::select::config::ShmConfig;
+    // (size, root) of each call: elements of 8 bytes for reductions (a
+    // zero-copy slice of 100_003 / 3 of them is 260 KiB), message bytes
+    // for Bcast, bytes of rank 0's block for Gatherv.
+    let reduce_plan =
+        [(1, 0), (20, 1), (3000, 0), (100_003, 1), (100_003, 0), (100_003, 0), (100_003, 0), (100_003, 0)];
+    let bcast_plan = [
+        (1, 0),
+        (100, 1),
+        (20_000, 0),
+        (300_000, 1),
+        (800_000, 0),
+        (800_000, 0),
+        (800_000, 0),
+        (800_000, 0),
+        (800_000, 1),
+    ];
+    let gatherv_plan =
+        [(5, 0), (5000, 1), (70_000, 0), (300_000, 1), (300_000, 0), (300_000, 0), (300_000, 0), (300_000, 0)];
+    let geo = ShmConfig::default().geometry(0);
+    let sub_chunk = NodeMemory::default().sizes.sub_chunk;
+    let mut tested = 0;
+    for algo in ALGORITHMS {
+        let Impl::Node(run) = algo.imp else { continue };
+        tested += 1;
+        for p in [2, 3] {
+            on_threads_with(p, geo, NodeSettings::default(), NodeMemory::default, |rank, team| {
+                let op = Interval { combined: AtomicU64::new(0) };
+                let what =
+                    |call: usize, n: usize| format!("{} {algo:?} p={p} rank={rank} call={call} {n} B", algo.coll);
+                match algo.coll {
+                    Coll::Allreduce | Coll::Reduce => {
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, sub_chunk)];
+                        for (call, (count, root)) in reduce_plan.into_iter().enumerate() {
+                            let root = (algo.coll == Coll::Reduce).then_some(root);
+                            let is_out = root.is_none_or(|r| r == rank);
+                            let in_place = is_out && call % 2 == 1;
+                            let first = call * 3;
+                            let input: Vec<u8> =
+                                (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
+                            let mut recv = match (is_out, in_place) {
+                                (true, true) => input.clone(),
+                                (true, false) => vec![0xEE; count * 8],
+                                (false, _) => Vec::new(),
+                            };
+                            let send = (!in_place).then_some(&input[..]);
+                            let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
+                            run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op);
+                            if is_out {
+                                assert_elements_from(&recv, p, first, || what(call, count * 8));
+                            }
+                        }
+                    }
+                    Coll::Bcast => {
+                        for (call, (n, root)) in bcast_plan.into_iter().enumerate() {
+                            let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
+                            let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                            run(team, NodeCall::Bcast { data: &mut data, root }, &op);
+                            assert!(data == want, "{}", what(call, n));
+                        }
+                    }
+                    Coll::Gatherv => {
+                        for (call, (base, root)) in gatherv_plan.into_iter().enumerate() {
+                            let in_place = call % 2 == 1;
+                            let mut at = 0;
+                            let blocks = (0..p)
+                                .map(|r| {
+                                    let len = base + r * 8;
+                                    at += len;
+                                    (at - len, len)
+                                })
+                                .collect();
+                            let layout = GatherLayout { blocks };
+                            let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
+                            let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
+                            let mut recv = vec![0xEE; if rank == root { at } else { 0 }];
+                            if rank == root && in_place {
+                                let (off, len) = layout.blocks[rank];
+                                recv[off..off + len].copy_from_slice(&block);
+                            }
+                            let none = GatherLayout::default();
+                            let g = Gather {
+                                send: if rank == root && in_place { &[] } else { &block },
+                                recv: &mut recv,
+                                layout: if rank == root { &layout } else { &none },
+                                root,
+                                in_place: rank == root && in_place,
+                            };
+                            run(team, NodeCall::Gatherv(g), &op);
+                            if rank == root {
+                                let want: Vec<u8> = (layout.blocks.iter().enumerate())
+                                    .flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i)))
+                                    .collect();
+                                assert!(recv == want, "{}", what(call, base));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+    assert!(tested >= 13, "{tested} node algorithms in the registry");
+}
+
 // ---------------------------------------------------------------------------
 // Compositions over several simulated nodes.
 
