@@ -59,8 +59,8 @@ pub struct Ahead {
     pub piece: usize,
 }
 
-/// Default of [`Ahead::from`]: 32 KiB, where the requests start to pay
-/// (see [`ahead_of_stores`]).
+/// Default of [`Ahead::from`] (PCOLL_SHM_PREFETCH_OUT): 32 KiB, where the
+/// requests start to pay (see [`ahead_of_stores`]).
 pub const AHEAD_FROM: usize = 32 << 10;
 /// Default of [`Ahead::piece`]: 1 KiB.
 pub const PIECE: usize = 1 << 10;
