@@ -12,12 +12,13 @@ use super::{comm, gatherv, shim, verify};
 use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
 use crate::algos::multinode::{BetweenPlan, OneSided, StagePlan};
 use crate::algos::node::gatherv_shm::Gather;
-use crate::algos::node::{reduce, NodeCall, Team};
+use crate::algos::node::{reduce, NodeCall, NodeMemory, Team};
 use crate::algos::{Algorithm, Impl, Params};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner, NoReduction};
 use crate::select::{self, Decision};
+use crate::shm::team::TeamState;
 use crate::shm::PeerMemory;
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
@@ -220,12 +221,8 @@ pub(super) fn execute(
     let rc = match call.algo.imp {
         Impl::Schedule(_) => run_schedule(state, call, layout, send, recv, combiner),
         Impl::Node(_) | Impl::Hier(_) => {
-            // Only reductions use scratch on a node (for zero copy).
-            let need = if call.desc.coll.is_reduction() { reduce::zero_copy_scratch(state.node.size) } else { 0 };
-            with_scratch(need, |scratch| {
-                run_on_node(rt, state, call, layout, Buffers { send, recv, scratch }, combiner);
-                MPI_SUCCESS as c_int
-            })
+            run_on_node(rt, state, call, layout, send, recv, combiner);
+            MPI_SUCCESS as c_int
         }
     };
     if let (Some(stats), Some(start)) = (&rt.stats, start) {
@@ -262,19 +259,39 @@ fn run_on_node(
     state: &CommState,
     call: &Planned,
     layout: &GatherLayout,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    combiner: &dyn Combiner,
+) {
+    let node = &state.node;
+    let mut team_state = node.state.take();
+    // Only reductions use scratch on a node (for zero copy's sub-chunks).
+    let sub_chunk = team_state.memory.sizes.sub_chunk;
+    let need = if call.desc.coll.is_reduction() { reduce::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
+    with_scratch(need, |scratch| {
+        run_team(rt, state, call, layout, &mut team_state, Buffers { send, recv, scratch }, combiner)
+    })
+}
+
+/// [`run_on_node`] once the communicator's protocol state is taken.
+fn run_team(
+    rt: &Runtime,
+    state: &CommState,
+    call: &Planned,
+    layout: &GatherLayout,
+    team_state: &mut TeamState<NodeMemory>,
     bufs: Buffers<'_>,
     combiner: &dyn Combiner,
 ) {
     let desc = &call.desc;
     let node = &state.node;
     let mapping = node.mapping.as_ref().expect("a node algorithm runs where the segment is");
-    let mut team_state = node.state.take();
     let mut team = Team {
         rank: node.rank,
         size: node.size,
         seg: &mapping.seg,
         peers: node.cma.as_ref().map(|c| c as &dyn PeerMemory),
-        state: &mut team_state,
+        state: team_state,
         settings: node.settings,
     };
     let root = node.local_of[desc.root];

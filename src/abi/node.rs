@@ -265,14 +265,7 @@ impl Node {
                 node_comm,
             )
         })?;
-        let geo = Geometry {
-            ranks: local_size,
-            chunk: cfg.chunk,
-            allreduce_chunk: cfg.allreduce_chunk,
-            slots: cfg.slots,
-            slot_bytes: cfg.slot_bytes(),
-            sets: cfg.sets.min(cfg.slots),
-        };
+        let geo = cfg.geometry(local_size);
         let mapping = match (cfg.enable, local_size) {
             (false, _) => None,
             // A node of one rank (of a communicator that spans nodes) needs
@@ -334,11 +327,7 @@ impl Node {
             topo,
             mapping,
             cma,
-            settings: NodeSettings {
-                stream_from: cfg.stream_from,
-                stream_out_from: cfg.stream_out_from,
-                oversubscribed,
-            },
+            settings: cfg.node_settings(oversubscribed),
             state: CallState::new(NodeMemory::new(QueueSettings { fragment: cfg.fragment, tree }, cfg.adapt)),
         })
     }

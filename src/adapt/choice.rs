@@ -4,8 +4,8 @@
 //! virtual machine, where the host has put the virtual CPUs), and that
 //! state changes under a running job, a rank times its calls made either
 //! way and uses the cheaper:
-//! - per size class (message bytes, powers of two from
-//!   [`Alternative::FROM`]) one cost estimate per method, in nanoseconds
+//! - per size class (message bytes, powers of two from the choice's
+//!   [`TimedChoice::from`]) one cost estimate per method, in nanoseconds
 //!   per byte of what the caller times;
 //! - the class's first call uses the first method to warm up (its
 //!   buffers' first touch is not the method's cost) and is not counted;
@@ -35,15 +35,19 @@ use std::time::Duration;
 /// One call in this many tries the method not in use.
 pub const EXPLORE: u64 = 64;
 
-/// Size classes: `FROM << i`, the last one open-ended (a flat
+/// Size classes: `from << i`, the last one open-ended (a flat
 /// Allreduce's stores: 4 KiB to 128 MiB).
 pub const CLASSES: usize = 16;
 
+/// The size class of a call of `len` bytes where classes start at `from`
+/// bytes (smaller calls fall in the first).
+pub fn size_class(from: usize, len: usize) -> usize {
+    let from = from.max(1);
+    ((len.max(from) / from).ilog2() as usize).min(CLASSES - 1)
+}
+
 /// Two ways of running a call, the first of them the default.
 pub trait Alternative: Copy + Eq + Debug + Display {
-    /// Message bytes from which calls are timed; smaller calls are too
-    /// short to time.
-    const FROM: usize;
     /// The first method (warm-up, first trial) and the second.
     const BOTH: [Self; 2];
 
@@ -119,24 +123,30 @@ impl<K: Alternative> Display for Preference<K> {
 #[derive(Debug)]
 pub struct TimedChoice<K> {
     classes: [Class; CLASSES],
+    from: usize,
     method: PhantomData<K>,
 }
 
-impl<K> Default for TimedChoice<K> {
-    fn default() -> Self {
-        TimedChoice { classes: [Class::default(); CLASSES], method: PhantomData }
-    }
-}
-
 impl<K: Alternative> TimedChoice<K> {
+    /// Nothing timed yet; classes from `from` bytes, the message size
+    /// from which its user times its calls (smaller ones are too short).
+    pub fn new(from: usize) -> Self {
+        TimedChoice { classes: [Class::default(); CLASSES], from, method: PhantomData }
+    }
+
+    /// Message bytes from which calls are timed.
+    pub fn from(&self) -> usize {
+        self.from
+    }
+
     /// The size class of a call of `len` bytes.
-    pub fn class(len: usize) -> usize {
-        ((len.max(K::FROM) / K::FROM).ilog2() as usize).min(CLASSES - 1)
+    pub fn class(&self, len: usize) -> usize {
+        size_class(self.from, len)
     }
 
     /// The method of this call of `len` bytes.
     pub fn pick(&mut self, len: usize) -> Pick<K> {
-        let class = Self::class(len);
+        let class = self.class(len);
         let c = &mut self.classes[class];
         let call = c.calls;
         c.calls += 1;
@@ -168,8 +178,8 @@ impl<K: Alternative> TimedChoice<K> {
     }
 
     /// The message bytes of `pick`'s class, for logs: its lower bound.
-    pub fn class_bytes(pick: &Pick<K>) -> usize {
-        K::FROM << pick.class
+    pub fn class_bytes(&self, pick: &Pick<K>) -> usize {
+        self.from << pick.class
     }
 
     /// One line per class that has chosen, its messages called `what`:
@@ -179,7 +189,7 @@ impl<K: Alternative> TimedChoice<K> {
         (self.classes.iter().enumerate())
             .filter_map(|(i, c)| {
                 let preference = c.preference::<K>()?;
-                Some(format!("{what} from {} B: {} calls, {preference}", K::FROM << i, c.calls))
+                Some(format!("{what} from {} B: {} calls, {preference}", self.from << i, c.calls))
             })
             .collect()
     }
@@ -189,7 +199,10 @@ impl<K: Alternative> TimedChoice<K> {
 mod tests {
     use super::*;
 
-    /// A pair of methods for the tests, timed from 1 KiB.
+    /// Where the tests' classes start.
+    const FROM: usize = 1024;
+
+    /// A pair of methods for the tests.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     enum Way {
         A,
@@ -203,7 +216,6 @@ mod tests {
     }
 
     impl Alternative for Way {
-        const FROM: usize = 1024;
         const BOTH: [Way; 2] = [Way::A, Way::B];
     }
 
@@ -226,7 +238,7 @@ mod tests {
 
     #[test]
     fn warms_up_tries_both_then_keeps_the_cheaper_exploring_once_in_64() {
-        let mut choice = TimedChoice::default();
+        let mut choice = TimedChoice::new(FROM);
         let used = run(&mut choice, 1 << 20, 3 + 2 * EXPLORE, |s, _| if s == Way::B { 0.2 } else { 0.3 });
         assert_eq!(used[..3], [Way::A, Way::A, Way::B]);
         assert_eq!(count(&used[3..], Way::A), 2, "one exploring call per 64");
@@ -235,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_warm_up_call_is_not_counted() {
-        let mut choice = TimedChoice::default();
+        let mut choice = TimedChoice::new(FROM);
         // The first call is slow whatever the method (first touch).
         let used = run(&mut choice, 1 << 20, 10, |s, call| match (call, s) {
             (0, _) => 5.0,
@@ -247,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_change_of_state_is_followed_within_a_few_calls() {
-        let mut choice = TimedChoice::default();
+        let mut choice = TimedChoice::new(FROM);
         // B is cheaper for 200 calls, then 3 times dearer.
         let used = run(&mut choice, 4 << 20, 400, |s, call| match (s, call < 200) {
             (Way::A, _) => 0.3,
@@ -260,7 +272,7 @@ mod tests {
 
     #[test]
     fn one_lucky_exploring_call_is_undone_within_a_few() {
-        let mut choice = TimedChoice::default();
+        let mut choice = TimedChoice::new(FROM);
         let used = run(&mut choice, 1 << 20, 2 * EXPLORE, |s, call| match s {
             Way::A => 0.3,
             Way::B if call == EXPLORE - 1 => 0.1,
@@ -273,12 +285,12 @@ mod tests {
 
     #[test]
     fn classes_are_kept_apart_and_change_is_reported_once() {
-        let mut choice = TimedChoice::default();
-        let (small, large) = (2 * Way::FROM, 32 * Way::FROM);
+        let mut choice = TimedChoice::new(FROM);
+        let (small, large) = (2 * FROM, 32 * FROM);
         run(&mut choice, small, 5, |s, _| if s == Way::B { 0.1 } else { 0.3 });
         // A larger class starts over.
         let pick = choice.pick(large);
-        assert_eq!((pick.method, TimedChoice::class_bytes(&pick)), (Way::A, large));
+        assert_eq!((pick.method, choice.class_bytes(&pick)), (Way::A, large));
         let mut reports = 0;
         for _ in 0..4 {
             let pick = choice.pick(small);
@@ -286,7 +298,7 @@ mod tests {
             reports += choice.record(pick, small, took).is_some() as usize;
         }
         assert_eq!(reports, 0, "no change, no report");
-        let mut fresh = TimedChoice::<Way>::default();
+        let mut fresh = TimedChoice::<Way>::new(FROM);
         let changes: Vec<_> = (0..3)
             .filter_map(|call| {
                 let pick = fresh.pick(1 << 20);
@@ -299,19 +311,19 @@ mod tests {
 
     #[test]
     fn the_summary_names_each_class_that_has_chosen() {
-        let mut choice = TimedChoice::default();
+        let mut choice = TimedChoice::new(FROM);
         assert!(choice.summary("vectors").is_empty());
-        run(&mut choice, 4 * Way::FROM, 5, |s, _| if s == Way::B { 0.25 } else { 0.5 });
-        run(&mut choice, Way::FROM, 2, |_, _| 1.0);
+        run(&mut choice, 4 * FROM, 5, |s, _| if s == Way::B { 0.25 } else { 0.5 });
+        run(&mut choice, FROM, 2, |_, _| 1.0);
         let lines = choice.summary("vectors");
         assert_eq!(lines.len(), 1, "only the class with both estimates: {lines:?}");
-        let want = format!("vectors from {} B: 5 calls, b (0.500 ns/B a, 0.250 b)", 4 * Way::FROM);
+        let want = format!("vectors from {} B: 5 calls, b (0.500 ns/B a, 0.250 b)", 4 * FROM);
         assert_eq!(lines[0], want);
     }
 
     #[test]
     fn huge_and_tiny_messages_fall_in_the_end_classes() {
-        let mut choice = TimedChoice::<Way>::default();
+        let mut choice = TimedChoice::<Way>::new(FROM);
         assert_eq!(choice.pick(1).class, 0);
         assert_eq!(choice.pick(usize::MAX).class, CLASSES - 1);
     }

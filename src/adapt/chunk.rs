@@ -6,9 +6,8 @@
 
 use std::collections::HashMap;
 
-/// The first chunk size tried (tiny under test, so that the threaded
-/// tests walk the search).
-pub const START_CHUNK: usize = if cfg!(test) { 16 } else { 8 << 10 };
+/// The first chunk size tried by default ([`Tuners::new`]): 8 KiB.
+pub const START_CHUNK: usize = 8 << 10;
 
 /// The chunk-size search of one size class (run by communicator rank 0).
 #[derive(Clone, Debug)]
@@ -75,17 +74,31 @@ pub struct ClassState {
 }
 
 /// SALaR's memory of one communicator: the state of each size class.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Tuners {
+    /// The first chunk size each class tries.
+    start: usize,
     classes: HashMap<u32, ClassState>,
 }
 
+impl Default for Tuners {
+    fn default() -> Self {
+        Tuners::new(START_CHUNK)
+    }
+}
+
 impl Tuners {
+    /// Nothing measured yet; every class starts at `start` bytes.
+    pub fn new(start: usize) -> Tuners {
+        Tuners { start, classes: HashMap::new() }
+    }
+
     /// The state of `bytes`' size class.
     pub fn class(&mut self, bytes: usize, max_chunk: usize) -> &mut ClassState {
         let class = bytes.next_power_of_two().trailing_zeros();
+        let start = self.start;
         self.classes.entry(class).or_insert_with(|| ClassState {
-            next: START_CHUNK.min(max_chunk),
+            next: start.min(max_chunk),
             search: None,
             pending: None,
         })

@@ -16,7 +16,7 @@ pub mod choice;
 pub mod chunk;
 pub mod stores;
 
-use stores::{ReaderChoice, StoreChoice};
+use stores::{ReaderChoice, StoreChoice, ADAPT_FROM};
 
 /// What one rank's node algorithms have learnt by timing, per
 /// communicator.
@@ -24,6 +24,8 @@ use stores::{ReaderChoice, StoreChoice};
 pub struct Adaptation {
     /// Whether the algorithms adapt at all (PCOLL_SHM_ADAPT).
     pub enabled: bool,
+    /// Copy bytes from which the stores are timed; the same on every rank.
+    from: usize,
     /// Flat Allreduce's timings of its copy-in stores.
     pub allreduce_stores: StoreChoice,
     /// Reduce's timings of the others' copy-in stores, as root.
@@ -35,19 +37,38 @@ pub struct Adaptation {
 }
 
 impl Default for Adaptation {
-    /// Nothing learnt yet; adapting, as PCOLL_SHM_ADAPT's default says.
+    /// Nothing learnt yet; adapting, as PCOLL_SHM_ADAPT's default says,
+    /// from [`ADAPT_FROM`] bytes.
     fn default() -> Self {
-        Adaptation {
-            enabled: true,
-            allreduce_stores: StoreChoice::default(),
-            reduce_stores: StoreChoice::default(),
-            gatherv_stores: ReaderChoice::default(),
-            bcast_stores: ReaderChoice::default(),
-        }
+        Adaptation::new(true, ADAPT_FROM)
     }
 }
 
 impl Adaptation {
+    /// Nothing learnt yet; the stores of copies from `from` bytes are
+    /// timed if `enabled`.
+    pub fn new(enabled: bool, from: usize) -> Adaptation {
+        Adaptation {
+            enabled,
+            from,
+            allreduce_stores: StoreChoice::new(from),
+            reduce_stores: StoreChoice::new(from),
+            gatherv_stores: ReaderChoice::new(from),
+            bcast_stores: ReaderChoice::new(from),
+        }
+    }
+
+    /// Copy bytes from which the stores are timed.
+    pub fn from(&self) -> usize {
+        self.from
+    }
+
+    /// The size class of copies of `len` bytes, as every store choice
+    /// counts it.
+    pub fn class(&self, len: usize) -> usize {
+        choice::size_class(self.from, len)
+    }
+
     /// The store choices settled by timing, a line each, for the log.
     pub fn summary(&self) -> Vec<String> {
         [

@@ -12,8 +12,8 @@
 //! 3.4 us in both), and a virtual machine's state changes under a running
 //! job. So each rank times its copy-ins and folds (not the waits, which
 //! carry the others' lateness) made with either kind and uses the cheaper
-//! ([`super::choice`]: per size class from [`ADAPT_FROM`], the first
-//! call a warm-up, one call in 64 exploring).
+//! ([`super::choice`]: per size class from [`super::Adaptation::from`],
+//! the first call a warm-up, one call in 64 exploring).
 //!
 //! The class and call numbers are the same on every rank (Allreduce's
 //! vector is), so ranks explore on the same call. Each decides alone: the
@@ -53,9 +53,9 @@ use crate::shm::team::{Team, STREAM_FROM};
 /// From 4 KiB a call is long enough to time (a few us), and where the
 /// cores share a cache ordinary stores gain there too: 2 ranks, 4 KiB
 /// 1.55-1.69 against 1.75-1.84 us, 8 KiB 2.27-2.36 against 2.69-2.83, 32
-/// KiB 7.7-8.3 against 9.0-9.8 (both MPIs). Small under test, so that the
-/// threaded tests run both kinds.
-pub const ADAPT_FROM: usize = if cfg!(test) { 256 } else { STREAM_FROM };
+/// KiB 7.7-8.3 against 9.0-9.8 (both MPIs). The default of
+/// [`super::Adaptation::from`].
+pub const ADAPT_FROM: usize = STREAM_FROM;
 
 /// The stores of a copy into the segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +74,6 @@ impl std::fmt::Display for Stores {
 }
 
 impl Alternative for Stores {
-    const FROM: usize = ADAPT_FROM;
     const BOTH: [Stores; 2] = [Stores::Streaming, Stores::Ordinary];
 }
 
@@ -84,10 +83,11 @@ pub type StoreChoice = TimedChoice<Stores>;
 /// Whether a root chooses the stores for a call of `n` bytes whose copies
 /// into the segment are `copy` bytes: with PCOLL_SHM_ADAPT, ranks no more
 /// than cores (their timings are too noisy, and the others would wait for
-/// the root to be scheduled), from [`ADAPT_FROM`] bytes, and where those
-/// copies would otherwise stream.
+/// the root to be scheduled), from [`super::Adaptation::from`] bytes, and
+/// where those copies would otherwise stream.
 fn root_chooses<M: Adapting>(team: &Team<'_, M>, n: usize, copy: usize) -> bool {
-    team.state.memory.as_ref().enabled && !team.settings.oversubscribed && n >= ADAPT_FROM && team.streams(copy)
+    let adaptation = team.state.memory.as_ref();
+    adaptation.enabled && !team.settings.oversubscribed && n >= adaptation.from() && team.streams(copy)
 }
 
 /// The published word of a Reduce's announcing step: the root's stores.
@@ -101,9 +101,9 @@ pub struct RootPick {
 }
 
 /// Where a Reduce of `n` bytes to `root` chooses its stores (from
-/// [`ADAPT_FROM`], with PCOLL_SHM_ADAPT, ranks no more than cores, and
-/// copies of `copy` bytes that would stream): one step in which the root
-/// publishes its pick and the others read it. The same decision on every
+/// [`super::Adaptation::from`], with PCOLL_SHM_ADAPT, ranks no more than
+/// cores, and copies of `copy` bytes that would stream): one step in
+/// which the root publishes its pick and the others read it. The same decision on every
 /// rank (a Reduce's vector is the same length everywhere).
 pub fn announce<M: Adapting>(team: &mut Team<'_, M>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
     if !root_chooses(team, n, copy) {
@@ -135,10 +135,11 @@ impl RootPick {
     /// At the end of the call: the root counts its time.
     pub fn record<M: Adapting>(self, team: &mut Team<'_, M>, n: usize) {
         if let Some((pick, start)) = self.timing {
-            if let Some(change) = team.state.memory.as_mut().reduce_stores.record(pick, n, start.elapsed()) {
+            let choice = &mut team.state.memory.as_mut().reduce_stores;
+            if let Some(change) = choice.record(pick, n, start.elapsed()) {
                 log::debug!(
                     "shm Reduce of {} B and more to this root: copies in now with {change}",
-                    StoreChoice::class_bytes(&pick)
+                    choice.class_bytes(&pick)
                 );
             }
         }
@@ -158,7 +159,7 @@ impl RootPick {
 /// streaming against all ordinary: 8 KiB blocks 2.65 against 2.44 us, 32
 /// KiB 9.2 against 8.2, 128 KiB 24.3 against 22.4. A Bcast reader keeps
 /// the same kind of choice for its root's copies ([`BcastStores`]).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReaderChoice {
     choice: StoreChoice,
     /// Per class: the pick this rank has published for its next call.
@@ -194,21 +195,22 @@ const _: () = assert!(BCAST_WISHES + CLASSES <= LINE);
 /// before it has chosen). Relaxed: a wish only steers speed; where it
 /// must be current, the caller orders the load.
 fn wants_streaming<M: Adapting>(team: &Team<'_, M>, r: usize, wishes: usize, len: usize) -> bool {
-    let wish = team.seg.control(r).wishes[wishes + StoreChoice::class(len)].load(Relaxed);
+    let wish = team.seg.control(r).wishes[wishes + team.state.memory.as_ref().class(len)].load(Relaxed);
     wish == Stores::Streaming.index() as u8
 }
 
 /// At a Gatherv root's arrival, with the others' block lengths: the
 /// call's timing if it chooses (with PCOLL_SHM_ADAPT, ranks no more than
-/// cores, blocks from [`ADAPT_FROM`] bytes that would stream, all in one
-/// class). Its method is what the owners read.
+/// cores, blocks from [`super::Adaptation::from`] bytes that would
+/// stream, all in one class). Its method is what the owners read.
 pub fn reader_start<M: Adapting>(
     team: &mut Team<'_, M>,
     others: impl Iterator<Item = usize> + Clone,
 ) -> Option<ReaderTiming> {
     let largest = others.clone().max().unwrap_or(0);
-    let class = StoreChoice::class(largest);
-    let one_class = others.clone().filter(|&len| len > 0).all(|len| StoreChoice::class(len) == class);
+    let adaptation = team.state.memory.as_ref();
+    let class = adaptation.class(largest);
+    let one_class = others.clone().filter(|&len| len > 0).all(|len| adaptation.class(len) == class);
     if !root_chooses(team, largest, largest) || !one_class {
         return None;
     }
@@ -221,21 +223,27 @@ pub fn reader_start<M: Adapting>(
 /// read the wish after they acquire that `finish` in `writable`.
 pub fn reader_end<M: Adapting>(team: &mut Team<'_, M>, timing: ReaderTiming) {
     let wishes = &team.seg.control(team.rank).wishes[GATHERV_WISHES..];
-    if let Some(change) = team.state.memory.as_mut().gatherv_stores.end(&timing, wishes) {
+    let choice = &mut team.state.memory.as_mut().gatherv_stores;
+    if let Some(change) = choice.end(&timing, wishes) {
         log::debug!(
             "shm Gatherv of {} B blocks and more to this root: copies in now with {change}",
-            StoreChoice::class_bytes(&timing.pick)
+            choice.choice.class_bytes(&timing.pick)
         );
     }
 }
 
 impl ReaderChoice {
+    /// Nothing timed yet; classes from `from` bytes.
+    pub fn new(from: usize) -> ReaderChoice {
+        ReaderChoice { choice: StoreChoice::new(from), next: [None; CLASSES] }
+    }
+
     /// The pick for a call whose largest copy is `largest` bytes: the one
     /// published for its class last time. Never published for this class:
     /// the writers read the zeroed line (streaming), which the class's
     /// first pick (a warm-up) uses too.
     fn start(&mut self, largest: usize) -> Pick<Stores> {
-        let class = StoreChoice::class(largest);
+        let class = self.choice.class(largest);
         self.next[class].take().unwrap_or_else(|| self.choice.pick(largest))
     }
 
@@ -245,7 +253,7 @@ impl ReaderChoice {
     /// changed.
     fn end(&mut self, timing: &ReaderTiming, wishes: &[AtomicU8]) -> Option<Preference<Stores>> {
         let change = self.choice.record(timing.pick, timing.bytes, timing.start.elapsed());
-        let class = StoreChoice::class(timing.largest);
+        let class = self.choice.class(timing.largest);
         let next = self.choice.pick(timing.largest);
         self.next[class] = Some(next);
         // Stored only when it changes (twice per exploring call), so that
@@ -266,7 +274,8 @@ impl ReaderChoice {
 
 /// A Bcast's copies into the segment where its readers choose their
 /// stores (with PCOLL_SHM_ADAPT, ranks no more than cores, messages from
-/// [`ADAPT_FROM`] bytes that would stream; the same on every rank).
+/// [`super::Adaptation::from`] bytes that would stream; the same on every
+/// rank).
 ///
 /// Each reader times its calls per size class, from its arrival to its
 /// last copy out, and publishes the stores it wants next in its line of
@@ -327,10 +336,11 @@ impl BcastStores {
         if let BcastStores::Reader(mut timing) = self {
             timing.pick.method = if streamed { Stores::Streaming } else { Stores::Ordinary };
             let wishes = &team.seg.control(team.rank).wishes[BCAST_WISHES..];
-            if let Some(change) = team.state.memory.as_mut().bcast_stores.end(&timing, wishes) {
+            let choice = &mut team.state.memory.as_mut().bcast_stores;
+            if let Some(change) = choice.end(&timing, wishes) {
                 log::debug!(
                     "shm Bcast of {} B and more, as reader: wants now {change}",
-                    StoreChoice::class_bytes(&timing.pick)
+                    choice.choice.class_bytes(&timing.pick)
                 );
             }
         }

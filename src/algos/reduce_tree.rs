@@ -32,9 +32,8 @@ use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::pattern::{kary_ranges, knomial_children, knomial_parent};
 use crate::core::schedule::{BufId, Builder, Region, Schedule};
 
-/// Scratch for children's vectors in flight at one rank. Tiny under test,
-/// so that the simulator sweep's small vectors exercise the batches.
-pub(super) const SCRATCH_BUDGET: usize = if cfg!(test) { 64 } else { 32 << 20 };
+/// Scratch for children's vectors in flight at one rank: 32 MiB.
+pub(super) const SCRATCH_BUDGET: usize = 32 << 20;
 
 #[derive(Clone, Copy, Debug)]
 enum Shape {
@@ -57,19 +56,19 @@ impl Shape {
 }
 
 pub(super) fn knomial_reduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    reduce(desc, Shape::Knomial(params[0] as usize))
+    reduce(desc, Shape::Knomial(params[0] as usize), SCRATCH_BUDGET)
 }
 
 pub(super) fn kary_reduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    reduce(desc, Shape::Kary(params[0] as usize))
+    reduce(desc, Shape::Kary(params[0] as usize), SCRATCH_BUDGET)
 }
 
 pub(super) fn knomial_allreduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    allreduce(desc, Shape::Knomial(params[0] as usize))
+    allreduce(desc, Shape::Knomial(params[0] as usize), SCRATCH_BUDGET)
 }
 
 pub(super) fn kary_allreduce(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
-    allreduce(desc, Shape::Kary(params[0] as usize))
+    allreduce(desc, Shape::Kary(params[0] as usize), SCRATCH_BUDGET)
 }
 
 /// `acc ∘ child`, into `target` if given (else into `child`'s place);
@@ -95,11 +94,12 @@ fn combine(b: &mut Builder, acc: Region, child: Region, target: Option<Region>) 
 /// absolute rank `base` (relative ranks are counted from it). The final
 /// combination of a rank goes to `out` if given (the tree root's full
 /// result, or any rank's partial one); otherwise a partial result stays in
-/// scratch. Returns where this rank's result is.
+/// scratch. Children are received in batches of at most `budget` bytes.
+/// Returns where this rank's result is.
 fn append_reduce(
     b: &mut Builder,
     desc: &CallDesc,
-    shape: Shape,
+    (shape, budget): (Shape, usize),
     base: usize,
     input: Region,
     out: Option<Region>,
@@ -108,7 +108,7 @@ fn append_reduce(
     let rel = (desc.rank + size - base) % size;
     let abs = |r: usize| (r + base) % size;
     let (parent, children) = shape.links(rel, size);
-    let batch = (SCRATCH_BUDGET / n.max(1)).clamp(1, children.len().max(1));
+    let batch = (budget / n.max(1)).clamp(1, children.len().max(1));
     let slot = |i: usize| Region::new(BufId::Scratch, i * n, n);
     // Between batches the partial result waits in a slot of its own.
     let batches = children.len().div_ceil(batch);
@@ -141,7 +141,7 @@ fn append_reduce(
     acc
 }
 
-fn reduce(desc: &CallDesc, shape: Shape) -> Schedule {
+fn reduce(desc: &CallDesc, shape: Shape, budget: usize) -> Schedule {
     let n = desc.bytes;
     let mut b = Builder::new();
     let recv = Region::new(BufId::Recv, 0, n);
@@ -150,7 +150,7 @@ fn reduce(desc: &CallDesc, shape: Shape) -> Schedule {
     let base = if desc.commutative { desc.root } else { 0 };
     let at_tree_root = desc.rank == base;
     let out = (at_tree_root && desc.is_root()).then_some(recv);
-    let result = append_reduce(&mut b, desc, shape, base, input, out);
+    let result = append_reduce(&mut b, desc, (shape, budget), base, input, out);
     if base != desc.root {
         if at_tree_root {
             b.send(desc.root, result).end_step();
@@ -161,13 +161,13 @@ fn reduce(desc: &CallDesc, shape: Shape) -> Schedule {
     b.finish()
 }
 
-fn allreduce(desc: &CallDesc, shape: Shape) -> Schedule {
+fn allreduce(desc: &CallDesc, shape: Shape, budget: usize) -> Schedule {
     let n = desc.bytes;
     let mut b = Builder::new();
     let recv = Region::new(BufId::Recv, 0, n);
     let input = if desc.in_place { recv } else { Region::new(BufId::Send, 0, n) };
     // Combine into the receive buffer, free until the broadcast fills it.
-    append_reduce(&mut b, desc, shape, 0, input, Some(recv));
+    append_reduce(&mut b, desc, (shape, budget), 0, input, Some(recv));
     let (parent, children) = shape.links(desc.rank, desc.size);
     bcast_tree::append(&mut b, parent, &children, recv, 0);
     b.finish()
@@ -196,18 +196,91 @@ mod tests {
     #[test]
     fn inner_ranks_receive_all_children_in_one_step() {
         // K = 4, p = 16: the root has children 1, 2, 3, 4, 8, 12.
-        let s = reduce(&desc(0, 16, 8), Shape::Knomial(4));
+        let s = reduce(&desc(0, 16, 8), Shape::Knomial(4), SCRATCH_BUDGET);
         assert_eq!(s.steps[0].recvs.len(), 6);
         assert_eq!(s.scratch_bytes, 6 * 8);
-        let s = reduce(&desc(4, 16, 8), Shape::Knomial(4));
+        let s = reduce(&desc(4, 16, 8), Shape::Knomial(4), SCRATCH_BUDGET);
         assert_eq!((s.steps[0].recvs.len(), s.steps[1].sends.len()), (3, 1));
     }
 
     #[test]
     fn large_vectors_are_received_in_batches() {
         let n = SCRATCH_BUDGET / 2;
-        let s = reduce(&desc(0, 9, n), Shape::Kary(8));
+        let s = reduce(&desc(0, 9, n), Shape::Kary(8), SCRATCH_BUDGET);
         assert_eq!(s.scratch_bytes, 3 * n);
         assert_eq!(s.steps.iter().filter(|st| !st.recvs.is_empty()).count(), 4);
+    }
+
+    /// A scratch budget of 64 bytes, so that vectors of a few elements are
+    /// received in batches (32 MiB for the registered algorithms).
+    const TEST_BUDGET: usize = 64;
+
+    fn knomial_reduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        reduce(desc, Shape::Knomial(params[0] as usize), TEST_BUDGET)
+    }
+
+    fn kary_reduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        reduce(desc, Shape::Kary(params[0] as usize), TEST_BUDGET)
+    }
+
+    fn knomial_allreduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        allreduce(desc, Shape::Knomial(params[0] as usize), TEST_BUDGET)
+    }
+
+    fn kary_allreduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        allreduce(desc, Shape::Kary(params[0] as usize), TEST_BUDGET)
+    }
+
+    /// The trees with [`TEST_BUDGET`], in the simulator: exact results for
+    /// every fan-out, communicator size, root, MPI_IN_PLACE and operator,
+    /// with children received in batches of one to eight.
+    #[test]
+    fn batched_children_give_exact_results() {
+        use crate::algos::{Algorithm, BuildFn};
+        use crate::sim::check::{check, Case, Data};
+        use crate::sim::{Protocol, SimOptions};
+        let s = reduce(&desc(0, 9, 24), Shape::Kary(8), TEST_BUDGET);
+        assert_eq!(s.steps.iter().filter(|st| !st.recvs.is_empty()).count(), 4, "batches of 2 children");
+        let trees: [(Coll, &str, BuildFn); 4] = [
+            (Coll::Reduce, "knomial", knomial_reduce_batched),
+            (Coll::Reduce, "kary", kary_reduce_batched),
+            (Coll::Allreduce, "knomial", knomial_allreduce_batched),
+            (Coll::Allreduce, "kary", kary_allreduce_batched),
+        ];
+        let mut failures = Vec::new();
+        for (coll, name, build) in trees {
+            let alg = Algorithm::new(coll, name, "batched", build);
+            for p in (1..=24).chain([31, 33, 64]) {
+                let mut roots = if coll == Coll::Reduce { vec![0, p / 2, p - 1] } else { vec![0] };
+                roots.dedup();
+                for (root, k, count) in roots.into_iter().flat_map(|r| {
+                    [2, 4, 8].into_iter().flat_map(move |k| [0, 1, 3, 7, 13].map(move |count| (r, k, count)))
+                }) {
+                    for (in_place, commutative, data) in [
+                        (false, false, Data::Interval),
+                        (true, false, Data::Interval),
+                        (false, true, Data::Bitset),
+                        (true, true, Data::SumU64),
+                    ] {
+                        let mut case = Case::new(coll, p, count);
+                        (case.root, case.in_place, case.commutative, case.data) = (root, in_place, commutative, data);
+                        case.opts = SimOptions { protocol: Protocol::Rendezvous, ..SimOptions::default() };
+                        match check(&alg, &Params::new(&[k]), &case) {
+                            Ok(Some(_)) => {}
+                            Ok(None) => failures.push(format!("{alg:?} refused p={p}")),
+                            Err(e) => {
+                                failures.push(format!("{alg:?} k={k} p={p} root={root} count={count} {data:?}: {e}"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} failure(s):\n{}",
+            failures.len(),
+            failures[..failures.len().min(20)].join("\n")
+        );
     }
 }

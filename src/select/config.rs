@@ -7,6 +7,9 @@
 use super::rules::{self, parse_target, Rules, Target};
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
+use crate::shm::prefetch::Ahead;
+use crate::shm::segment::Geometry;
+use crate::shm::team::NodeSettings;
 use std::fmt;
 
 /// How one collective is run.
@@ -116,6 +119,10 @@ pub struct ShmConfig {
     /// PCOLL_SHM_STREAM_OUT: copies of at least this many bytes per message
     /// into the application's buffers bypass the writer's cache (0: never).
     pub stream_out_from: usize,
+    /// PCOLL_SHM_PREFETCH_OUT: writes of at least this many bytes into the
+    /// application's buffers with ordinary stores ask for their lines
+    /// ahead (0: never).
+    pub prefetch_out_from: usize,
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.
     pub adapt: bool,
@@ -137,6 +144,7 @@ impl Default for ShmConfig {
             tree_k: 4,
             stream_from: crate::shm::team::STREAM_FROM,
             stream_out_from: crate::shm::team::STREAM_OUT_FROM,
+            prefetch_out_from: crate::shm::prefetch::AHEAD_FROM,
             adapt: true,
         }
     }
@@ -149,6 +157,29 @@ impl ShmConfig {
             self.fragment
         } else {
             16 << 10
+        }
+    }
+
+    /// The segment's layout for a node of `ranks` ranks.
+    pub fn geometry(&self, ranks: usize) -> Geometry {
+        Geometry {
+            ranks,
+            chunk: self.chunk,
+            allreduce_chunk: self.allreduce_chunk,
+            slots: self.slots,
+            slot_bytes: self.slot_bytes(),
+            sets: self.sets.min(self.slots),
+        }
+    }
+
+    /// The node primitives' settings, on a host that runs more ranks than
+    /// it has cores if `oversubscribed`.
+    pub fn node_settings(&self, oversubscribed: bool) -> NodeSettings {
+        NodeSettings {
+            stream_from: self.stream_from,
+            stream_out_from: self.stream_out_from,
+            ahead: Ahead { from: self.prefetch_out_from, ..Ahead::default() },
+            oversubscribed,
         }
     }
 }
@@ -251,6 +282,7 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_TREE_K",
     "PCOLL_SHM_STREAM",
     "PCOLL_SHM_STREAM_OUT",
+    "PCOLL_SHM_PREFETCH_OUT",
     "PCOLL_SHM_ALLREDUCE_CHUNK",
     "PCOLL_SHM_ADAPT",
 ];
@@ -337,6 +369,10 @@ impl Config {
                 }
                 "PCOLL_SHM_STREAM_OUT" => {
                     cfg.shm.stream_out_from =
+                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
+                }
+                "PCOLL_SHM_PREFETCH_OUT" => {
+                    cfg.shm.prefetch_out_from =
                         parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
                 }
                 "PCOLL_GATHERV_MODE" => {
@@ -485,6 +521,9 @@ mod tests {
         assert_eq!(cfg.shm.chunk, 256 << 10);
         assert_eq!(cfg.shm.tree, ShmTree::Flat);
         assert_eq!(parse(&[]).unwrap().shm, ShmConfig::default());
+        // What the node layer gets when nothing is set: the defaults the
+        // threaded tests run with production settings.
+        assert_eq!(ShmConfig::default().node_settings(false), NodeSettings::default());
         assert_eq!(parse(&[("PCOLL_SHM_STREAM", "0")]).unwrap().shm.stream_from, 0);
         assert_eq!(parse(&[("PCOLL_SHM_ALLREDUCE_CHUNK", "1M")]).unwrap().shm.allreduce_chunk, 1 << 20);
         assert!(!parse(&[("PCOLL_SHM_ADAPT", "0")]).unwrap().shm.adapt);
@@ -497,6 +536,14 @@ mod tests {
         assert_eq!(parse(&[("PCOLL_SHM_STREAM_OUT", "0")]).unwrap().shm.stream_out_from, 0);
         let err = parse(&[("PCOLL_SHM_STREAM_OUT", "2G")]).unwrap_err().to_string();
         assert!(err.contains("PCOLL_SHM_STREAM_OUT"), "{err}");
+        let shm = parse(&[("PCOLL_SHM_PREFETCH_OUT", "64K")]).unwrap().shm;
+        assert_eq!((shm.prefetch_out_from, shm.node_settings(false).ahead.from), (64 << 10, 64 << 10));
+        assert_eq!(parse(&[("PCOLL_SHM_PREFETCH_OUT", "0")]).unwrap().shm.prefetch_out_from, 0);
+        for bad in ["2G", "-1", "lots"] {
+            let err = parse(&[("PCOLL_SHM_PREFETCH_OUT", bad)]).unwrap_err();
+            assert_eq!((err.var.as_str(), err.accepted.as_str()), ("PCOLL_SHM_PREFETCH_OUT", "0 (never) or 1..1G"));
+            assert!(err.to_string().contains("PCOLL_SHM_PREFETCH_OUT"), "{err}");
+        }
     }
 
     #[test]

@@ -47,15 +47,34 @@ pub fn small(bytes: &[u8], up_to: usize) {
 /// How far ahead of its stores a copy or a combination into an
 /// application's buffer asks for the lines it is about to write.
 pub const STORES_AHEAD: usize = 2 << 10;
-/// Bytes written between two such requests. Tiny under test, as is
-/// [`AHEAD_FROM`], so that the threaded tests write in pieces.
-const PIECE: usize = if cfg!(test) { 24 } else { 1 << 10 };
-/// Destinations shorter than this are written in one piece, unasked.
-pub const AHEAD_FROM: usize = if cfg!(test) { 100 } else { 32 << 10 };
 
-/// Runs `work(range, &mut dst[range])` over `dst`: from [`AHEAD_FROM`]
-/// bytes in pieces of whole `unit`-byte elements, asking for each line of
-/// `dst` [`STORES_AHEAD`] bytes before `work` writes it.
+/// Where writes into an application's buffer ask for its lines ahead of
+/// their stores ([`ahead_of_stores`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ahead {
+    /// Destinations shorter than this are written in one piece, unasked
+    /// (0: never asked).
+    pub from: usize,
+    /// Bytes written between two requests.
+    pub piece: usize,
+}
+
+/// Default of [`Ahead::from`] (PCOLL_SHM_PREFETCH_OUT): 32 KiB, where the
+/// requests start to pay (see [`ahead_of_stores`]).
+pub const AHEAD_FROM: usize = 32 << 10;
+/// Default of [`Ahead::piece`]: 1 KiB.
+pub const PIECE: usize = 1 << 10;
+
+impl Default for Ahead {
+    fn default() -> Self {
+        Ahead { from: AHEAD_FROM, piece: PIECE }
+    }
+}
+
+/// Runs `work(range, &mut dst[range])` over `dst`: from `ahead.from`
+/// bytes in pieces of whole `unit`-byte elements of about `ahead.piece`
+/// bytes, asking for each line of `dst` [`STORES_AHEAD`] bytes before
+/// `work` writes it.
 ///
 /// An application's buffer is often cold (the benchmark's always are),
 /// and a store to a line not in cache first reads the line; the hardware
@@ -68,12 +87,12 @@ pub const AHEAD_FROM: usize = if cfg!(test) { 100 } else { 32 << 10 };
 /// us for 128 KiB, 227 against 200 for 2 MiB, and no gain at 32 KiB.
 /// Below that the pieces cost more than the requests save (an 8 KiB copy
 /// 0.56 against 1.3 us).
-pub fn ahead_of_stores(dst: &mut [u8], unit: usize, mut work: impl FnMut(Range<usize>, &mut [u8])) {
+pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl FnMut(Range<usize>, &mut [u8])) {
     let len = dst.len();
-    if len < AHEAD_FROM {
+    if ahead.from == 0 || len < ahead.from {
         return work(0..len, dst);
     }
-    let piece = (PIECE / unit).max(1) * unit;
+    let piece = (ahead.piece / unit).max(1) * unit;
     let at = dst.as_ptr() as usize;
     lines(at, at + STORES_AHEAD);
     let mut done = 0;
@@ -106,23 +125,40 @@ fn lines(start: usize, end: usize) {
 
 #[cfg(test)]
 mod tests {
+    use super::{ahead_of_stores, Ahead};
+
     #[test]
     fn pieces_cover_the_buffer_in_order_on_element_boundaries() {
-        for (len, unit) in
-            [(0, 1), (5, 1), (1024, 1), (40000, 1), (32768, 8), (32768 * 3 + 24, 12), (50000, 16), (40000, 1000)]
-        {
-            let mut dst = vec![0u8; len];
-            let mut next = 0;
-            super::ahead_of_stores(&mut dst, unit, |range, piece| {
-                assert_eq!(range.start, next);
-                assert_eq!(piece.len(), range.len());
-                assert!(range.end == len || range.len() % unit == 0, "{len} {unit} {range:?}");
-                assert!(len < super::AHEAD_FROM || range.len() <= super::PIECE.max(unit));
-                piece.fill(1);
-                next = range.end;
-            });
-            assert_eq!(next, len);
-            assert!(dst.iter().all(|&b| b == 1));
+        // The defaults, tiny pieces from 100 bytes, and never.
+        for ahead in [Ahead::default(), Ahead { from: 100, piece: 24 }, Ahead { from: 0, piece: 24 }] {
+            for (len, unit) in [
+                (0, 1),
+                (5, 1),
+                (99, 1),
+                (100, 8),
+                (1024, 1),
+                (40000, 1),
+                (32768, 8),
+                (32768 * 3 + 24, 12),
+                (50000, 16),
+                (40000, 1000),
+            ] {
+                let mut dst = vec![0u8; len];
+                let (mut next, mut calls) = (0, 0);
+                ahead_of_stores(&mut dst, unit, ahead, |range, piece| {
+                    assert_eq!(range.start, next);
+                    assert_eq!(piece.len(), range.len());
+                    assert!(range.end == len || range.len() % unit == 0, "{len} {unit} {range:?}");
+                    piece.fill(1);
+                    next = range.end;
+                    calls += 1;
+                });
+                assert_eq!(next, len);
+                assert!(dst.iter().all(|&b| b == 1));
+                let whole = ahead.from == 0 || len < ahead.from;
+                let most = if whole { len } else { (ahead.piece / unit).max(1) * unit };
+                assert_eq!(calls, if whole { 1 } else { len.div_ceil(most) }, "{ahead:?} {len} {unit}");
+            }
         }
     }
 }

@@ -23,12 +23,13 @@ pub fn copy_with(dst: &mut [u8], src: &[u8], stream: bool) {
 
 /// Copies `src` into an application's buffer `dst`: streaming
 /// ([`super::team::Team::streams_out`]), or with ordinary stores whose
-/// lines are asked for ahead of them ([`super::prefetch::ahead_of_stores`]).
-pub fn copy_out(dst: &mut [u8], src: &[u8], stream: bool) {
+/// lines are asked for ahead of them as `ahead` says
+/// ([`super::prefetch::ahead_of_stores`]).
+pub fn copy_out(dst: &mut [u8], src: &[u8], stream: bool, ahead: super::prefetch::Ahead) {
     if stream {
         copy(dst, src);
     } else {
-        super::prefetch::ahead_of_stores(dst, 1, |range, dst| dst.copy_from_slice(&src[range]));
+        super::prefetch::ahead_of_stores(dst, 1, ahead, |range, dst| dst.copy_from_slice(&src[range]));
     }
 }
 

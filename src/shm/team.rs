@@ -36,6 +36,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
+use super::prefetch::Ahead;
 use super::segment::{Segment, INLINE, LINES, PUBLISHED, SLOTS};
 use super::wait::Backoff;
 use super::PeerMemory;
@@ -56,18 +57,25 @@ pub struct TeamState<M = ()> {
 /// Settings of the node primitives: the size from which copies into the
 /// segment stream past the cache ([`super::stream`]; 0: never), the
 /// message size from which copies into the application's buffers do
-/// ([`STREAM_OUT_FROM`]; 0: never), and whether the host runs more ranks
-/// than it has cores.
-#[derive(Clone, Copy, Debug)]
+/// ([`STREAM_OUT_FROM`]; 0: never), how writes into those buffers ask for
+/// their lines ahead ([`super::prefetch::ahead_of_stores`]), and whether
+/// the host runs more ranks than it has cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeSettings {
     pub stream_from: usize,
     pub stream_out_from: usize,
+    pub ahead: Ahead,
     pub oversubscribed: bool,
 }
 
 impl Default for NodeSettings {
     fn default() -> Self {
-        NodeSettings { stream_from: STREAM_FROM, stream_out_from: STREAM_OUT_FROM, oversubscribed: false }
+        NodeSettings {
+            stream_from: STREAM_FROM,
+            stream_out_from: STREAM_OUT_FROM,
+            ahead: Ahead::default(),
+            oversubscribed: false,
+        }
     }
 }
 

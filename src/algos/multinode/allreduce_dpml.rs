@@ -37,7 +37,7 @@
 
 use super::{between_nodes_call, Part};
 use crate::algos::node::reduce::{
-    fold, fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT, SUB_CHUNK,
+    fold, fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT,
 };
 use crate::algos::node::NodeCall;
 use crate::algos::node::Team;
@@ -69,7 +69,7 @@ pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, l: 
         let d = between_nodes_call(desc, nodes, node, 0, true, partition.len());
         inter.run(&d, &partners, &GatherLayout::default(), None, partition, c);
     };
-    if team.peers.is_some() && bufs.scratch.len() >= zero_copy_scratch(team.size) {
+    if team.peers.is_some() && bufs.scratch.len() >= zero_copy_scratch(team.size, team.state.memory.sizes.sub_chunk) {
         zero_copy(team, &mut bufs, desc.unit, l, &mut between, c)
     } else {
         copy_in(team, &mut bufs, desc.unit, l, &mut between, c)
@@ -95,7 +95,7 @@ fn zero_copy(
         let mine = slice_bytes(me, l, n, unit);
         let (lo, hi) = (mine.start, mine.end);
         // Combine in sub-chunks.
-        let sub = (SUB_CHUNK / unit).max(1) * unit;
+        let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
         let (own, remote) = bufs.scratch.split_at_mut(sub);
         let mut at = lo;
         while at < hi {
@@ -105,7 +105,7 @@ fn zero_copy(
             }
             let mine = own_part(bufs.send, bufs.recv, own, at, len);
             let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
-            fold_out(q, part, &mut bufs.recv[at..at + len], unit, c);
+            fold_out(q, part, &mut bufs.recv[at..at + len], unit, team.settings.ahead, c);
             at += len;
         }
         between(&mut bufs.recv[lo..hi]);
@@ -161,7 +161,8 @@ fn copy_in(
             team.wait_ready(j, t);
             let part = bytes(j);
             let result = &team.area_bytes(j, t, len)[part.clone()];
-            crate::shm::stream::copy_out(&mut bufs.recv[off + part.start..off + part.end], result, false);
+            let dst = &mut bufs.recv[off + part.start..off + part.end];
+            crate::shm::stream::copy_out(dst, result, false, team.settings.ahead);
         }
         team.finish(t);
         off += len;

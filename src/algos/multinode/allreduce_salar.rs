@@ -232,7 +232,7 @@ impl Pipeline {
                 team.writable(cstep);
                 let result = &net.local()[w.output..w.output + len];
                 team.put(cstep, result);
-                crate::shm::stream::copy_out(&mut recv[off..off + len], result, false);
+                crate::shm::stream::copy_out(&mut recv[off..off + len], result, false, team.settings.ahead);
                 if i == chunks {
                     team.set_word(cstep, NEXT_CHUNK, next as u64);
                 }
@@ -303,7 +303,8 @@ impl Pipeline {
                 let (off, len) = self.chunk(i - 1);
                 let cstep = team.next_step();
                 team.wait_ready(0, cstep);
-                crate::shm::stream::copy_out(&mut recv[off..off + len], team.area_bytes(0, cstep, len), false);
+                let ahead = team.settings.ahead;
+                crate::shm::stream::copy_out(&mut recv[off..off + len], team.area_bytes(0, cstep, len), false, ahead);
                 if i == chunks {
                     next = team.word(0, cstep, NEXT_CHUNK) as usize;
                 }

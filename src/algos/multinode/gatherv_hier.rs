@@ -110,7 +110,12 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
             let (off, len) = g.layout.blocks[r];
             let from = &mut cursor[map.node_of[r]];
             if !(g.in_place && r == rank) {
-                crate::shm::stream::copy_out(&mut g.recv[off..off + len], &staging[*from..*from + len], false);
+                crate::shm::stream::copy_out(
+                    &mut g.recv[off..off + len],
+                    &staging[*from..*from + len],
+                    false,
+                    team.settings.ahead,
+                );
             }
             *from += len;
         }

@@ -47,7 +47,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::time::Instant;
 
 use super::{NodeCall, Team};
-use crate::adapt::choice::{Alternative, TimedChoice};
+use crate::adapt::choice::Alternative;
 use crate::adapt::stores::BcastStores;
 use crate::core::pattern::{kary_children, knomial_children};
 use crate::exec::Combiner;
@@ -110,7 +110,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
             let from_root = team.wait_data(root, s, len);
-            crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out);
+            crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out, team.settings.ahead);
             if off == 0 && stores.timed() {
                 streamed = team.word(root, s, STORES) != 0;
             }
@@ -212,7 +212,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
                 // before notifying (acquired above) and will not refill it
                 // before this rank counts out of the set.
                 let slot = unsafe { std::slice::from_raw_parts(team.seg.queue_slot(root, index), len) };
-                crate::shm::stream::copy_out(&mut data[sent..sent + len], slot, false);
+                crate::shm::stream::copy_out(&mut data[sent..sent + len], slot, false, team.settings.ahead);
                 sent += len;
                 index += 1;
             }
@@ -250,12 +250,12 @@ impl std::fmt::Display for Method {
     }
 }
 
+/// Message bytes from which [`timed`] times the methods, by default:
+/// below, either wins by 1-2 us at most (2 ranks, 128 KiB: 12.3-16.3 us),
+/// about what the pipeline's two extra steps cost, so timing cannot gain.
+pub const TIMED_FROM: usize = 256 << 10;
+
 impl Alternative for Method {
-    /// Below, either method wins by 1-2 us at most (2 ranks, 128 KiB:
-    /// 12.3-16.3 us), about what the pipeline's two extra steps cost, so
-    /// timing cannot gain. Small under test, so that the threaded tests
-    /// run both methods.
-    const FROM: usize = if cfg!(test) { 256 } else { 256 << 10 };
     const BOTH: [Method; 2] = [Method::ZeroCopy, Method::Pipeline];
 }
 
@@ -300,8 +300,9 @@ fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64) {
     team.finish(t);
 }
 
-/// `shm`: where ranks outnumber cores, the pipeline; else from
-/// [`Method::FROM`] bytes (and with PCOLL_SHM_ADAPT), zero copy or the
+/// `shm`: where ranks outnumber cores, the pipeline; else from the
+/// choice's [`crate::adapt::choice::TimedChoice::from`] bytes
+/// ([`TIMED_FROM`] by default; with PCOLL_SHM_ADAPT), zero copy or the
 /// pipeline as the root's timings favour; else zero copy. The team must
 /// have [`Team::peers`].
 pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
@@ -315,7 +316,7 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         // the choice stayed with zero copy in one run of two).
         return pipeline(team, data, root);
     }
-    if !team.state.memory.adaptation.enabled || n < Method::FROM {
+    if !team.state.memory.adaptation.enabled || n < team.state.memory.bcast_method.from() {
         return zero_copy(team, data, root);
     }
     let pick = (team.rank == root).then(|| team.state.memory.bcast_method.pick(n));
@@ -332,8 +333,9 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         }
     }
     if let Some(pick) = pick {
-        if let Some(change) = team.state.memory.bcast_method.record(pick, n, start.elapsed()) {
-            log::debug!("shm Bcast of {} B and more from this root, now: {change}", TimedChoice::class_bytes(&pick));
+        let choice = &mut team.state.memory.bcast_method;
+        if let Some(change) = choice.record(pick, n, start.elapsed()) {
+            log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
         }
     }
 }

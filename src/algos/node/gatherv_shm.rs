@@ -14,11 +14,11 @@
 //!   block's last `1/p` (at most an area) goes through its owner's area, copied in before the
 //!   owner publishes and out by the root once its own block is in place
 //!   ([`through_segment`]). The root then helps with the rest: it is cut
-//!   into [`PIECE`]s, the owner writes them from the front and the root
-//!   reads them from the back, each piece claimed by one compare-and-swap
-//!   on a word of the owner's, until they meet (an owner whose block the
-//!   root read waits until the root is done, as the root reads its send
-//!   buffer). The root knows every block's length, hence every owner's
+//!   into pieces ([`super::Sizes::gatherv_piece`]), the owner writes them
+//!   from the front and the root reads them from the back, each piece
+//!   claimed by one compare-and-swap on a word of the owner's, until they
+//!   meet (an owner whose block the root read waits until the root is
+//!   done, as the root reads its send buffer). The root knows every block's length, hence every owner's
 //!   choice, and waits for each accordingly. Two steps per call. From
 //!   PCOLL_SHM_STREAM_OUT bytes the root copies its own block with
 //!   streaming stores ([`crate::shm::team::STREAM_OUT_FROM`]). Copies into
@@ -102,7 +102,8 @@ impl Gather<'_> {
     fn place_own_block(&mut self, team: &Team<'_>) {
         if !self.in_place {
             let (off, len) = self.layout.blocks[team.rank];
-            crate::shm::stream::copy_out(&mut self.recv[off..off + len], &self.send[..len], team.streams_out(len));
+            let (dst, src) = (&mut self.recv[off..off + len], &self.send[..len]);
+            crate::shm::stream::copy_out(dst, src, team.streams_out(len), team.settings.ahead);
         }
     }
 }
@@ -160,6 +161,7 @@ fn through_segment(team: &Team<'_>, mode: Mode, len: usize) -> usize {
 /// The direct way (see the module documentation).
 fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode: Mode) {
     let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
+    let size = team.state.memory.sizes.gatherv_piece.max(1);
     let direct = |len| goes_direct(mode, len, chunk);
     let s = team.next_step();
     let t = team.next_step();
@@ -193,14 +195,16 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     &mut g.recv[off + head..off + len],
                     team.area_bytes(r, s, len - head),
                     false,
+                    team.settings.ahead,
                 );
-                while let Some(piece) = claim(claims, pieces(head), End::Back) {
-                    let at = piece_bytes(piece, head);
+                while let Some(piece) = claim(claims, pieces(head, size), End::Back) {
+                    let at = piece_bytes(piece, size, head);
                     peers.read(r, from + at.start, &mut g.recv[off + at.start..off + at.end]);
                 }
                 team.wait_ready(r, t);
             } else {
-                crate::shm::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false);
+                let ahead = team.settings.ahead;
+                crate::shm::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false, ahead);
             }
         }
     } else if direct(g.send.len()) {
@@ -222,8 +226,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
         team.publish(s);
-        while let Some(piece) = claim(claims, pieces(head), End::Front) {
-            let at = piece_bytes(piece, head);
+        while let Some(piece) = claim(claims, pieces(head, size), End::Front) {
+            let at = piece_bytes(piece, size, head);
             peers.write(g.root, to + at.start, &g.send[at]);
         }
         // Every piece is claimed now, so this count is final.
@@ -249,11 +253,10 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     }
 }
 
-/// Bytes of the pieces a direct block is cut into, each written by its
-/// owner or read by the root, whichever claims it: large enough to
-/// amortise a system call. Tiny under test, so that the threaded tests
-/// share blocks.
-pub const PIECE: usize = if cfg!(test) { 24 } else { 64 << 10 };
+/// Default bytes of the pieces a direct block is cut into
+/// ([`super::Sizes::gatherv_piece`]), each written by its owner or read by
+/// the root, whichever claims it: large enough to amortise a system call.
+pub const PIECE: usize = 64 << 10;
 
 /// Published words of a direct block's owner (step s): the claims on its
 /// pieces, and where its block is.
@@ -271,13 +274,15 @@ enum End {
     Back,
 }
 
-fn pieces(len: usize) -> u64 {
-    len.div_ceil(PIECE) as u64
+/// Pieces of `size` bytes in a block of `len`.
+fn pieces(len: usize, size: usize) -> u64 {
+    len.div_ceil(size) as u64
 }
 
-fn piece_bytes(piece: u64, len: usize) -> std::ops::Range<usize> {
-    let start = piece as usize * PIECE;
-    start..(start + PIECE).min(len)
+/// The bytes of piece `piece` of `size` bytes in a block of `len`.
+fn piece_bytes(piece: u64, size: usize, len: usize) -> std::ops::Range<usize> {
+    let start = piece as usize * size;
+    start..(start + size).min(len)
 }
 
 /// Takes the next unclaimed piece of a block of `pieces` pieces from
@@ -342,7 +347,8 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
                 let (off, len) = g.layout.blocks[r];
                 let range = piece(round, len);
                 let bytes = team.area_bytes(r, s, range.len());
-                crate::shm::stream::copy_out(&mut g.recv[off + range.start..off + range.end], bytes, false);
+                let dst = &mut g.recv[off + range.start..off + range.end];
+                crate::shm::stream::copy_out(dst, bytes, false, team.settings.ahead);
             }
         }
         team.finish(s);

@@ -22,19 +22,36 @@ use crate::exec::{Buffers, Combiner};
 pub type Team<'a> = crate::shm::team::Team<'a, NodeMemory>;
 
 /// What one rank's node algorithms keep between calls, per communicator.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NodeMemory {
     /// Seed 002's queue: its fragment bytes (0: the paper's model) and
     /// notification tree.
     pub queue: QueueSettings,
+    /// Sizes the algorithms cut their work into.
+    pub sizes: Sizes,
     /// Seed 002's count of queue sets used (the same on every rank).
     pub queue_op: u64,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
-    /// Bcast's timings of its methods, as root.
+    /// Bcast's timings of its methods, as root (from [`bcast::TIMED_FROM`]
+    /// bytes by default).
     pub bcast_method: TimedChoice<bcast::Method>,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
+}
+
+impl Default for NodeMemory {
+    /// A communicator's first memory with the default settings.
+    fn default() -> Self {
+        NodeMemory {
+            queue: QueueSettings::default(),
+            sizes: Sizes::default(),
+            queue_op: 0,
+            line_copies: Vec::new(),
+            bcast_method: TimedChoice::new(bcast::TIMED_FROM),
+            adaptation: Adaptation::default(),
+        }
+    }
 }
 
 impl AsRef<Adaptation> for NodeMemory {
@@ -54,7 +71,7 @@ impl NodeMemory {
     pub fn new(queue: QueueSettings, adapt: bool) -> NodeMemory {
         NodeMemory {
             queue,
-            adaptation: Adaptation { enabled: adapt, ..Adaptation::default() },
+            adaptation: Adaptation::new(adapt, crate::adapt::stores::ADAPT_FROM),
             ..NodeMemory::default()
         }
     }
@@ -78,6 +95,31 @@ pub struct QueueSettings {
 impl Default for QueueSettings {
     fn default() -> Self {
         QueueSettings { fragment: 0, tree: bcast::Tree::Kary(4) }
+    }
+}
+
+/// Sizes the node algorithms cut their work into; the same on every rank
+/// of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    /// Zero-copy Reduce: bytes of a sub-chunk, per peer in scratch
+    /// ([`reduce::SUB_CHUNK`] by default).
+    pub sub_chunk: usize,
+    /// Flat Reduce: the least bytes of a chunk
+    /// ([`reduce::REDUCE_CHUNK_FLOOR`]).
+    pub reduce_chunk_floor: usize,
+    /// Direct Gatherv: bytes of the pieces that owner and root claim
+    /// ([`gatherv_shm::PIECE`]).
+    pub gatherv_piece: usize,
+}
+
+impl Default for Sizes {
+    fn default() -> Self {
+        Sizes {
+            sub_chunk: reduce::SUB_CHUNK,
+            reduce_chunk_floor: reduce::REDUCE_CHUNK_FLOOR,
+            gatherv_piece: gatherv_shm::PIECE,
+        }
     }
 }
 

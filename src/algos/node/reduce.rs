@@ -42,14 +42,14 @@
 use std::ops::Range;
 
 use super::{NodeCall, Team};
-use crate::adapt::stores::{self, Stopwatch, StoreChoice, Stores};
+use crate::adapt::stores::{self, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
 
-/// Bytes of a zero-copy sub-chunk (per peer in scratch): large enough to
-/// amortise a system call, small enough to stay in cache. Tiny under test,
-/// so that the threaded tests run the sub-chunk loop.
-pub const SUB_CHUNK: usize = if cfg!(test) { 40 } else { 256 << 10 };
+/// Default bytes of a zero-copy sub-chunk ([`super::Sizes::sub_chunk`],
+/// per peer in scratch): large enough to amortise a system call, small
+/// enough to stay in cache.
+pub const SUB_CHUNK: usize = 256 << 10;
 
 /// `out = part(0) ∘ (part(1) ∘ (... ∘ part(p-1)))`.
 pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8], out: &mut [u8], combiner: &C) {
@@ -66,18 +66,20 @@ pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8]
 }
 
 /// [`fold`] into an application's buffer of `unit`-byte elements, asking
-/// for its lines ahead of the stores ([`prefetch::ahead_of_stores`])
-/// where the combiner is cheap in pieces (a user-defined operator, called
-/// through the host MPI, folds the whole vector at once).
+/// for its lines ahead of the stores as `ahead` says
+/// ([`prefetch::ahead_of_stores`]) where the combiner is cheap in pieces
+/// (a user-defined operator, called through the host MPI, folds the whole
+/// vector at once).
 pub fn fold_out<'p, C: Combiner + ?Sized>(
     p: usize,
     part: impl Fn(usize) -> &'p [u8],
     out: &mut [u8],
     unit: usize,
+    ahead: prefetch::Ahead,
     combiner: &C,
 ) {
     if combiner.cheap_in_pieces() {
-        prefetch::ahead_of_stores(out, unit, |range, out| fold(p, |r| &part(r)[range.clone()], out, combiner));
+        prefetch::ahead_of_stores(out, unit, ahead, |range, out| fold(p, |r| &part(r)[range.clone()], out, combiner));
     } else {
         fold(p, part, out, combiner);
     }
@@ -100,21 +102,22 @@ pub(crate) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
 /// first copy-in; more cost a synchronisation each (2 ranks, Open MPI and
 /// MPICH hosts: 128 KiB 18.4-19.1 us in 32 KiB chunks against 20.5-21.1 in
 /// one of 64 KiB and 21.6 in 16 KiB ones; 2 MiB unchanged in 64 KiB
-/// chunks). At least [`REDUCE_CHUNK_FLOOR`] bytes, at most the segment's
-/// chunk; the segment's chunk where ranks outnumber cores, which cannot
-/// overlap their copies with the root's combining.
+/// chunks). At least [`super::Sizes::reduce_chunk_floor`] bytes, at most
+/// the segment's chunk; the segment's chunk where ranks outnumber cores,
+/// which cannot overlap their copies with the root's combining.
 fn reduce_chunk(team: &Team<'_>, n: usize, unit: usize) -> usize {
     if team.settings.oversubscribed {
         return chunk_len(team, unit);
     }
-    whole_elements((n / REDUCE_DEPTH).max(REDUCE_CHUNK_FLOOR).min(team.seg.geo.chunk), unit)
+    let floor = team.state.memory.sizes.reduce_chunk_floor;
+    whole_elements((n / REDUCE_DEPTH).max(floor).min(team.seg.geo.chunk), unit)
 }
 
 /// Chunks a flat Reduce cuts its vector into (see [`reduce_chunk`]).
 const REDUCE_DEPTH: usize = 4;
-/// The least bytes of a flat Reduce's chunk. Tiny under test, so that the
-/// threaded tests cut vectors shorter than the test segment's chunk.
-const REDUCE_CHUNK_FLOOR: usize = if cfg!(test) { 16 } else { 16 << 10 };
+/// Default least bytes of a flat Reduce's chunk
+/// ([`super::Sizes::reduce_chunk_floor`]): 16 KiB.
+pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
 
 /// The most bytes of whole `unit`-byte elements in `bytes` (at least one).
 fn whole_elements(bytes: usize, unit: usize) -> usize {
@@ -135,7 +138,7 @@ pub(crate) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
 /// root only. An Allreduce moves wider chunks and, from
-/// [`stores::ADAPT_FROM`] bytes, copies in with the stores its timings
+/// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores its timings
 /// favour ([`stores`]).
 pub fn flat<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
@@ -149,8 +152,8 @@ pub fn flat<C: Combiner + ?Sized>(
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
         Some(_) => reduce_chunk(team, n, unit),
     };
-    let adapts =
-        root.is_none() && team.state.memory.adaptation.enabled && n >= stores::ADAPT_FROM && team.streams(chunk.min(n));
+    let adaptation = &team.state.memory.adaptation;
+    let adapts = root.is_none() && adaptation.enabled && n >= adaptation.from() && team.streams(chunk.min(n));
     let pick = adapts.then(|| team.state.memory.adaptation.allreduce_stores.pick(n));
     let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
     let mut stopwatch = Stopwatch::new(adapts);
@@ -208,18 +211,17 @@ pub fn flat<C: Combiner + ?Sized>(
                 _ if lines => &copies[r * len..(r + 1) * len],
                 _ => team.area_bytes(r, s, len),
             };
-            stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, combiner));
+            let ahead = team.settings.ahead;
+            stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, ahead, combiner));
             team.state.memory.line_copies = copies;
         }
         team.finish(s);
         off += len;
     }
     if let Some(pick) = pick {
-        if let Some(change) = team.state.memory.adaptation.allreduce_stores.record(pick, n, stopwatch.total) {
-            log::debug!(
-                "shm_flat Allreduce of {} B and more: copies in now with {change}",
-                StoreChoice::class_bytes(&pick)
-            );
+        let choice = &mut team.state.memory.adaptation.allreduce_stores;
+        if let Some(change) = choice.record(pick, n, stopwatch.total) {
+            log::debug!("shm_flat Allreduce of {} B and more: copies in now with {change}", choice.class_bytes(&pick));
         }
     }
     if let Some(rooted) = rooted {
@@ -275,7 +277,7 @@ pub fn partition<C: Combiner + ?Sized>(
         };
         if gets_result(me) {
             let out = &mut bufs.recv[off + mine.start..off + mine.end];
-            fold_out(p, part, out, unit, combiner);
+            fold_out(p, part, out, unit, team.settings.ahead, combiner);
             if others_need {
                 let stream = stores::streams(rooted.as_ref(), team, out.len());
                 crate::shm::stream::copy_with(&mut team.my_area_bytes(t, len)[mine.clone()], out, stream);
@@ -290,7 +292,12 @@ pub fn partition<C: Combiner + ?Sized>(
                 team.wait_ready(j, t);
                 let theirs = bytes(j);
                 let result = &team.area_bytes(j, t, len)[theirs.clone()];
-                crate::shm::stream::copy_out(&mut bufs.recv[off + theirs.start..off + theirs.end], result, false);
+                crate::shm::stream::copy_out(
+                    &mut bufs.recv[off + theirs.start..off + theirs.end],
+                    result,
+                    false,
+                    team.settings.ahead,
+                );
             }
         }
         team.finish(t);
@@ -319,7 +326,8 @@ pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u6
 }
 
 /// Partitioned reduction over zero copy: the team must have
-/// [`Team::peers`]; `bufs.scratch` holds [`zero_copy_scratch`] bytes.
+/// [`Team::peers`]; `bufs.scratch` holds [`zero_copy_scratch`] bytes for
+/// the team's [`super::Sizes::sub_chunk`].
 pub fn zero_copy<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
@@ -336,7 +344,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     // copy with MPI_IN_PLACE, where it is also the output), a result
     // buffer, then one part per rank.
     let mine = slice_bytes(me, p, n, unit);
-    let sub = (SUB_CHUNK / unit).max(1) * unit;
+    let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
     let (own, rest) = bufs.scratch.split_at_mut(sub);
     let (result, remote) = rest.split_at_mut(sub);
     let mut at = mine.start;
@@ -349,7 +357,7 @@ pub fn zero_copy<C: Combiner + ?Sized>(
         let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
         let out: &mut [u8] =
             if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
-        fold_out(p, part, out, unit, combiner);
+        fold_out(p, part, out, unit, team.settings.ahead, combiner);
         for r in (0..p).filter(|&r| r != me && root.is_none_or(|root| root == r)) {
             peers.write(r, team.word(r, s, OUTPUT) as usize + at, out);
         }
@@ -377,9 +385,10 @@ pub(crate) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8
     }
 }
 
-/// Scratch bytes [`zero_copy`] needs for `p` ranks.
-pub fn zero_copy_scratch(p: usize) -> usize {
-    (p + 2) * SUB_CHUNK
+/// Scratch bytes [`zero_copy`] needs for `p` ranks and sub-chunks of
+/// `sub_chunk` bytes.
+pub fn zero_copy_scratch(p: usize, sub_chunk: usize) -> usize {
+    (p + 2) * sub_chunk
 }
 
 /// [`flat`], as the registry runs it.

@@ -71,7 +71,7 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                     (false, _) => Vec::new(),
                                 };
                                 let send = (!(in_place && is_out)).then_some(&input[..]);
-                                let mut scratch = vec![0u8; zero_copy_scratch(p)];
+                                let mut scratch = vec![0u8; zero_copy_scratch(p, team.state.memory.sizes.sub_chunk)];
                                 let op = Interval { combined: AtomicU64::new(0) };
                                 let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                                 run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op);

@@ -5,10 +5,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::reduce;
-use super::{NodeMemory, Team};
+use super::{NodeMemory, Sizes, Team};
+use crate::adapt::choice::TimedChoice;
+use crate::adapt::Adaptation;
 use crate::core::gen::Rng;
 use crate::exec::{Buffers, Combiner};
-use crate::shm::segment::{Geometry, Segment, PAGE};
+use crate::shm::prefetch::Ahead;
+use crate::shm::segment::{Geometry, Segment, INLINE, LINES, PAGE};
+use crate::shm::team::in_lines;
 use crate::shm::team::{NodeSettings, TeamState};
 use crate::shm::PeerMemory;
 
@@ -47,21 +51,33 @@ impl PeerMemory for Threads {
     }
 }
 
-/// Runs `body(rank, team)` on `p` threads sharing one segment; each
-/// thread's team state persists across everything `body` does. A rank that
-/// panics leaves the others waiting for it for ever, so a panic ends the
-/// test process at once (the test fails with the panic's message).
+/// Runs `body(rank, team)` on `p` threads sharing one segment, with the
+/// tests' small thresholds ([`TEST_SETTINGS`], [`test_memory`]); each
+/// thread's team state persists across everything `body` does.
 pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team<'_>) + Sync) {
+    on_threads_with(p, geo, TEST_SETTINGS, test_memory, body)
+}
+
+/// [`on_threads`] with these settings and each rank's first memory from
+/// `memory`. A rank that panics leaves the others waiting for it for
+/// ever, so a panic ends the test process at once (the test fails with the
+/// panic's message).
+pub(super) fn on_threads_with(
+    p: usize,
+    geo: Geometry,
+    settings: NodeSettings,
+    memory: impl Fn() -> NodeMemory + Sync,
+    body: impl Fn(usize, &mut Team<'_>) + Sync,
+) {
     let heap = HeapSegment::new(Geometry { ranks: p, ..geo });
     let seg = &heap.seg;
-    let body = &body;
+    let (body, memory) = (&body, &memory);
     std::thread::scope(|scope| {
         for rank in 0..p {
             scope.spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
-                    let mut state = TeamState::default();
-                    let mut team =
-                        Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings: TEST_SETTINGS };
+                    let mut state = TeamState { memory: memory(), ..TeamState::default() };
+                    let mut team = Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings };
                     body(rank, &mut team);
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
@@ -88,9 +104,42 @@ pub(super) fn on_threads(p: usize, geo: Geometry, body: impl Fn(usize, &mut Team
 /// Copies into the segment stream from 100 bytes and copies of messages
 /// from 1000 bytes into buffers do (PCOLL_SHM_STREAM=100,
 /// PCOLL_SHM_STREAM_OUT=1000), so that the threaded tests run both kinds
-/// of copies.
-pub(super) const TEST_SETTINGS: NodeSettings =
-    NodeSettings { stream_from: 100, stream_out_from: 1000, oversubscribed: false };
+/// of copies; writes into buffers from 100 bytes go in pieces of 24,
+/// asking for their lines ahead.
+pub(super) const TEST_SETTINGS: NodeSettings = NodeSettings {
+    stream_from: 100,
+    stream_out_from: 1000,
+    ahead: Ahead { from: 100, piece: 24 },
+    oversubscribed: false,
+};
+
+/// Copy bytes from which the threaded tests time the stores (4 KiB by
+/// default, [`crate::adapt::stores::ADAPT_FROM`]), so that their small
+/// messages run both kinds.
+pub(super) const TEST_ADAPT_FROM: usize = 256;
+
+/// Message bytes from which a `shm` Bcast times its methods in the
+/// threaded tests (256 KiB by default, [`super::bcast::TIMED_FROM`]), so
+/// that their small messages run both.
+pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
+
+/// Zero-copy sub-chunks of 40 bytes, flat Reduce chunks from 16 and
+/// direct Gatherv pieces of 24 (256 KiB, 16 KiB and 64 KiB by default),
+/// so that the threaded tests' small vectors and blocks run the sub-chunk
+/// loop, cut vectors shorter than the test segment's chunk, and share
+/// blocks between owner and root.
+pub(super) const TEST_SIZES: Sizes = Sizes { sub_chunk: 40, reduce_chunk_floor: 16, gatherv_piece: 24 };
+
+/// A rank's first memory in the threaded tests: adapting, with the tests'
+/// small sizes and thresholds.
+pub(super) fn test_memory() -> NodeMemory {
+    NodeMemory {
+        sizes: TEST_SIZES,
+        bcast_method: TimedChoice::new(TEST_TIMED_BCAST_FROM),
+        adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
+        ..NodeMemory::default()
+    }
+}
 
 /// Small areas, so that chunk loops run in the tests (but room for the
 /// zero-copy Gatherv layout of 8 ranks).
@@ -143,6 +192,60 @@ pub(super) fn jitter(rng: &mut Rng) {
     }
 }
 
+/// Counts of 8-byte elements around what a slot's lines hold (`LINES *
+/// INLINE` bytes, [`in_lines`]): every line, the last one partly or
+/// wholly filled; one element more (the chunk area); and a flat
+/// Allreduce's chunk followed by a tail that fills the lines.
+fn around_lines() -> [usize; 4] {
+    let full = LINES * INLINE / 8;
+    assert!(in_lines(full * 8) && !in_lines((full + 1) * 8) && (full - 1) * 8 > (LINES - 1) * INLINE);
+    [full - 1, full, full + 1, TEST_GEO.allreduce_chunk / 8 + full]
+}
+
+/// Each rank's message of every length a slot's lines carry, to every
+/// other rank, across more steps than a rank has slots.
+#[test]
+fn slot_lines_carry_every_length_they_hold() {
+    assert!(!in_lines(INLINE) && in_lines(INLINE + 1) && in_lines(LINES * INLINE) && !in_lines(LINES * INLINE + 1));
+    for p in [2, 3] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let msg = |r: usize, len: usize| -> Vec<u8> { (0..len).map(|i| (r * 31 + i * 7 + len) as u8).collect() };
+            for len in INLINE + 1..=LINES * INLINE {
+                let s = team.next_step();
+                team.put_lines(s, &msg(rank, len));
+                team.publish(s);
+                let mut got = vec![0; len];
+                for r in (0..p).filter(|&r| r != rank) {
+                    team.wait_lines(r, s, &mut got);
+                    assert_eq!(got, msg(r, len), "p={p} rank={rank} from {r}, {len} B");
+                }
+                team.finish(s);
+            }
+        });
+    }
+}
+
+/// A flat Allreduce of each of [`around_lines`]' counts, through the
+/// lines or the chunk area.
+#[test]
+fn flat_allreduce_is_exact_around_what_slot_lines_hold() {
+    for p in [1, 2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let op = Interval { combined: AtomicU64::new(0) };
+            for (call, count) in around_lines().into_iter().enumerate() {
+                for in_place in [false, true] {
+                    let input = vector(p, rank, count);
+                    let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
+                    let mut bufs =
+                        Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
+                    reduce::flat(team, &mut bufs, 8, None, &op);
+                    assert_elements_from(&recv, p, 0, || format!("p={p} rank={rank} call={call} count={count}"));
+                }
+            }
+        });
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Algo {
     Flat,
@@ -152,6 +255,7 @@ enum Algo {
 
 #[test]
 fn reductions_are_exact_in_rank_order_across_many_calls() {
+    let counts: Vec<usize> = [1, 3, 7, 8, 11, 12, 13, 40, 100].into_iter().chain(around_lines()).collect();
     for p in [1, 2, 3, 4, 5, 8] {
         on_threads(p, TEST_GEO, |rank, team| {
             let op = Interval { combined: AtomicU64::new(0) };
@@ -160,14 +264,14 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
             let mut plan = Rng(p as u64);
             for call in 0..120 {
                 let algo = [Algo::Flat, Algo::Partition, Algo::ZeroCopy][plan.below(3)];
-                let count = [1, 3, 7, 8, 11, 12, 13, 40, 100][plan.below(9)];
+                let count = counts[plan.below(counts.len())];
                 let root = if plan.below(3) == 0 { None } else { Some(plan.below(p)) };
                 let in_place = plan.below(2) == 0;
                 let is_out = root.is_none_or(|r| r == rank);
                 let input = vector(p, rank, count);
                 let mut recv =
                     if in_place && is_out { input.clone() } else { vec![0xEE; if is_out { count * 8 } else { 0 }] };
-                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let send = (!(in_place && is_out)).then_some(&input[..]);
                 let mut bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                 jitter(&mut rng);
@@ -241,7 +345,7 @@ fn from_two_roots(
     }
 }
 
-/// Flat Allreduce from [`super::stores::ADAPT_FROM`] bytes, long enough
+/// Flat Allreduce from [`TEST_ADAPT_FROM`] bytes, long enough
 /// for the warm-up, both trial calls and an exploring one, with ranks that
 /// drift apart (so their timings, and maybe their choices, differ): exact
 /// whichever stores each rank copies in with. Each call's elements are
@@ -249,8 +353,7 @@ fn from_two_roots(
 #[test]
 fn adaptive_flat_allreduce_is_exact_with_either_stores() {
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
-    let count = ADAPT_FROM / 8 * 3 + 5;
+    let count = TEST_ADAPT_FROM / 8 * 3 + 5;
     assert!(count * 8 > 2 * TEST_GEO.allreduce_chunk, "several chunks");
     for p in [2, 3, 5] {
         on_threads(p, TEST_GEO, |rank, team| {
@@ -271,7 +374,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
     }
 }
 
-/// Flat and partitioned Reduce from [`super::stores::ADAPT_FROM`] bytes
+/// Flat and partitioned Reduce from [`TEST_ADAPT_FROM`] bytes
 /// to several roots, long enough for each root's warm-up, both trial
 /// calls and an exploring one, with ranks that drift apart: exact
 /// whichever stores the root picks for everyone, and every root has timed
@@ -280,8 +383,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
 #[test]
 fn adaptive_reduce_is_exact_with_either_stores() {
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
-    let count = ADAPT_FROM / 8 * 3 + 5;
+    let count = TEST_ADAPT_FROM / 8 * 3 + 5;
     let body = |team: &mut Team<'_>, call: usize, root: usize, _: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
         let op = Interval { combined: AtomicU64::new(0) };
@@ -328,17 +430,18 @@ fn node_reductions_combine_in_the_canonical_order() {
         }
     }
     let x = |r: usize, j: usize| Rng((r * 1000 + j) as u64).next_u64();
+    let counts: Vec<usize> = [1, 5, 17, 40, 100].into_iter().chain(around_lines()).collect();
     for p in [1, 2, 3, 4, 7] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut plan = Rng(p as u64);
             for call in 0..60 {
                 let algo = [Algo::Flat, Algo::Partition, Algo::ZeroCopy][call % 3];
-                let count = [1, 5, 17, 40, 100][plan.below(5)];
+                let count = counts[plan.below(counts.len())];
                 let root = if plan.below(2) == 0 { None } else { Some(plan.below(p)) };
                 let is_out = root.is_none_or(|r| r == rank);
                 let input: Vec<u8> = (0..count).flat_map(|j| x(rank, j).to_le_bytes()).collect();
                 let mut recv = vec![0u8; if is_out { count * 8 } else { 0 }];
-                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
                 match algo {
                     Algo::Flat => reduce::flat(team, &mut bufs, 8, root, &Order),
@@ -378,7 +481,7 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
             (0..count).flat_map(|j| (VALUES[(rank + j) % 5] * (1 + j % 3) as f64).to_le_bytes()).collect();
         for algo in [Algo::Flat, Algo::Partition, Algo::ZeroCopy] {
             let mut recv = vec![0u8; count * 8];
-            let mut scratch = vec![0u8; reduce::zero_copy_scratch(p)];
+            let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
             let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
             match algo {
                 Algo::Flat => reduce::flat(team, &mut bufs, 8, None, &SumF64),
@@ -432,10 +535,10 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 /// ranks outnumber cores, every byte arrives through the pipeline, untimed.
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
-    use super::bcast::{self, Method};
-    use crate::adapt::choice::{Alternative, EXPLORE};
+    use super::bcast;
+    use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
-        let n = Method::FROM + plan.below(Method::FROM);
+        let n = TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         bcast::timed(team, &mut data, root);
@@ -452,12 +555,12 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
 /// whatever it wishes, it knows one kind's cost only.
 #[test]
 fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
-    use crate::adapt::stores::{BcastStores, ADAPT_FROM};
+    use crate::adapt::stores::BcastStores;
     on_threads(2, TEST_GEO, |rank, team| {
         if rank == 1 {
             for streamed in [true, false] {
                 for _ in 0..8 {
-                    let stores = BcastStores::start(team, 0, ADAPT_FROM);
+                    let stores = BcastStores::start(team, 0, TEST_ADAPT_FROM);
                     assert!(stores.timed());
                     stores.end(team, streamed);
                 }
@@ -478,9 +581,8 @@ fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
 fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
     use super::bcast::{self, Tree};
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
-        let n = ADAPT_FROM + plan.below(ADAPT_FROM);
+        let n = TEST_ADAPT_FROM + plan.below(TEST_ADAPT_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         match call % 3 {
@@ -564,12 +666,11 @@ fn gathers_put_every_block_in_place_across_many_calls() {
 fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
     use super::gatherv_shm::{self as gatherv, Gather};
     use crate::adapt::choice::EXPLORE;
-    use crate::adapt::stores::ADAPT_FROM;
     use crate::core::call::GatherLayout;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
         // 256-511 B blocks go through the areas, 2-4 KiB direct.
-        let base = if (call / p.min(2)).is_multiple_of(2) { ADAPT_FROM } else { 8 * ADAPT_FROM };
+        let base = if (call / p.min(2)).is_multiple_of(2) { TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
         let mut at = 0;
         let blocks = (0..p)
             .map(|_| {
@@ -592,10 +693,127 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
             assert_eq!(recv, want, "p={p} call={call} root={root}");
         }
     };
-    let geo = Geometry { chunk: 4 * ADAPT_FROM, ..TEST_GEO };
+    let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, ..TEST_GEO };
     from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| {
         state.memory.adaptation.gatherv_stores.summary("calls")
     });
+}
+
+/// Every node algorithm of the registry as the library runs it with
+/// nothing set ([`NodeSettings::default`], [`NodeMemory::default`],
+/// [`ShmConfig::default`]'s segment), on 2 and 3 ranks: sizes up to 800
+/// KB cross every default threshold (lines, chunk floors and sub-chunks,
+/// streaming in and out, pieces, timing), and the largest size repeats to
+/// one root, so that its timed choices try both ways.
+#[test]
+fn every_node_algorithm_is_exact_with_the_default_settings() {
+    use super::gatherv_shm::Gather;
+    use super::NodeCall;
+    use crate::algos::{Impl, ALGORITHMS};
+    use crate::core::call::GatherLayout;
+    use crate::core::types::Coll;
+    use crate::select::config::ShmConfig;
+    // (size, root) of each call: elements of 8 bytes for reductions (a
+    // zero-copy slice of 100_003 / 3 of them is 260 KiB), message bytes
+    // for Bcast, bytes of rank 0's block for Gatherv.
+    let reduce_plan =
+        [(1, 0), (20, 1), (3000, 0), (100_003, 1), (100_003, 0), (100_003, 0), (100_003, 0), (100_003, 0)];
+    let bcast_plan = [
+        (1, 0),
+        (100, 1),
+        (20_000, 0),
+        (300_000, 1),
+        (800_000, 0),
+        (800_000, 0),
+        (800_000, 0),
+        (800_000, 0),
+        (800_000, 1),
+    ];
+    let gatherv_plan =
+        [(5, 0), (5000, 1), (70_000, 0), (300_000, 1), (300_000, 0), (300_000, 0), (300_000, 0), (300_000, 0)];
+    let geo = ShmConfig::default().geometry(0);
+    let sub_chunk = NodeMemory::default().sizes.sub_chunk;
+    let mut tested = 0;
+    for algo in ALGORITHMS {
+        let Impl::Node(run) = algo.imp else { continue };
+        tested += 1;
+        for p in [2, 3] {
+            on_threads_with(p, geo, NodeSettings::default(), NodeMemory::default, |rank, team| {
+                let op = Interval { combined: AtomicU64::new(0) };
+                let what =
+                    |call: usize, n: usize| format!("{} {algo:?} p={p} rank={rank} call={call} {n} B", algo.coll);
+                match algo.coll {
+                    Coll::Allreduce | Coll::Reduce => {
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, sub_chunk)];
+                        for (call, (count, root)) in reduce_plan.into_iter().enumerate() {
+                            let root = (algo.coll == Coll::Reduce).then_some(root);
+                            let is_out = root.is_none_or(|r| r == rank);
+                            let in_place = is_out && call % 2 == 1;
+                            let first = call * 3;
+                            let input: Vec<u8> =
+                                (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
+                            let mut recv = match (is_out, in_place) {
+                                (true, true) => input.clone(),
+                                (true, false) => vec![0xEE; count * 8],
+                                (false, _) => Vec::new(),
+                            };
+                            let send = (!in_place).then_some(&input[..]);
+                            let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
+                            run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op);
+                            if is_out {
+                                assert_elements_from(&recv, p, first, || what(call, count * 8));
+                            }
+                        }
+                    }
+                    Coll::Bcast => {
+                        for (call, (n, root)) in bcast_plan.into_iter().enumerate() {
+                            let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
+                            let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                            run(team, NodeCall::Bcast { data: &mut data, root }, &op);
+                            assert!(data == want, "{}", what(call, n));
+                        }
+                    }
+                    Coll::Gatherv => {
+                        for (call, (base, root)) in gatherv_plan.into_iter().enumerate() {
+                            let in_place = call % 2 == 1;
+                            let mut at = 0;
+                            let blocks = (0..p)
+                                .map(|r| {
+                                    let len = base + r * 8;
+                                    at += len;
+                                    (at - len, len)
+                                })
+                                .collect();
+                            let layout = GatherLayout { blocks };
+                            let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
+                            let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
+                            let mut recv = vec![0xEE; if rank == root { at } else { 0 }];
+                            if rank == root && in_place {
+                                let (off, len) = layout.blocks[rank];
+                                recv[off..off + len].copy_from_slice(&block);
+                            }
+                            let none = GatherLayout::default();
+                            let g = Gather {
+                                send: if rank == root && in_place { &[] } else { &block },
+                                recv: &mut recv,
+                                layout: if rank == root { &layout } else { &none },
+                                root,
+                                in_place: rank == root && in_place,
+                            };
+                            run(team, NodeCall::Gatherv(g), &op);
+                            if rank == root {
+                                let want: Vec<u8> = (layout.blocks.iter().enumerate())
+                                    .flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i)))
+                                    .collect();
+                                assert!(recv == want, "{}", what(call, base));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+    assert!(tested >= 13, "{tested} node algorithms in the registry");
 }
 
 // ---------------------------------------------------------------------------
@@ -603,6 +821,7 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
 
 mod multi {
     use super::*;
+    use crate::adapt::chunk::Tuners;
     use crate::algos;
     use crate::algos::multinode::OneSided;
     use crate::algos::multinode::{allreduce_hier, bcast_hier, gatherv_hier, reduce_hier};
@@ -800,6 +1019,11 @@ mod multi {
         }
     }
 
+    /// SALaR's first chunk in the tests (8 KiB by default,
+    /// [`crate::adapt::chunk::START_CHUNK`]), so that their short vectors
+    /// walk the chunk search.
+    const TEST_START_CHUNK: usize = 16;
+
     /// Runs `body` on one thread per rank, `node_of[r]` giving rank r's node.
     fn on_nodes(node_of: &[usize], body: impl Fn(usize, &mut Node<'_>, Topo) + Sync) {
         let nodes = node_of.iter().max().unwrap() + 1;
@@ -820,7 +1044,7 @@ mod multi {
                 scope.spawn(move || {
                     let run = std::panic::AssertUnwindSafe(|| {
                         let node = node_of[rank];
-                        let mut state = TeamState::default();
+                        let mut state = TeamState { memory: test_memory(), ..TeamState::default() };
                         let team = Team {
                             rank: local_of[rank],
                             size: sizes[node],
@@ -830,7 +1054,8 @@ mod multi {
                             settings: TEST_SETTINGS,
                         };
                         let inter = Between { mail, me: rank, node, windows, window: None };
-                        let mut node = Node { team, map, rank, inter, memo: Memo::default() };
+                        let memo = Memo { salar: Tuners::new(TEST_START_CHUNK) };
+                        let mut node = Node { team, map, rank, inter, memo };
                         body(rank, &mut node, topo);
                     });
                     if std::panic::catch_unwind(run).is_err() {
@@ -863,7 +1088,7 @@ mod multi {
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
                         allreduce_hier::allreduce(
@@ -883,7 +1108,7 @@ mod multi {
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8)];
+                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
                         reduce_hier::reduce(
@@ -966,7 +1191,11 @@ mod multi {
                         for (call, count) in [1, 5, 40, 3].into_iter().enumerate() {
                             let in_place = call % 2 == 1;
                             let input = vector(p, rank, count);
-                            let mut scratch = vec![0u8; if zero_copy { reduce::zero_copy_scratch(8) } else { 0 }];
+                            let mut scratch =
+                                vec![
+                                    0u8;
+                                    if zero_copy { reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk) } else { 0 }
+                                ];
                             let mut recv = if in_place { input.clone() } else { vec![0u8; count * 8] };
                             let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };
                             let send = (!in_place).then_some(&input[..]);
