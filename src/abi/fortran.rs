@@ -147,11 +147,12 @@ unsafe fn init_thread(symbol: &str, required: *const Fint, provided: *mut Fint, 
 /// Open MPI only: the four collectives (see the module documentation).
 #[cfg(pcoll_mpi = "openmpi")]
 mod collectives {
-    use super::super::entry::{bcast as run_bcast, entry, reduction};
-    use super::super::gatherv::gatherv as run_gatherv;
+    use super::super::entry::{entry, run_gatherv};
+    use super::super::host::Mpi;
     use super::super::shim;
     use super::{set_ierror, Fint};
     use crate::core::types::Coll;
+    use crate::driver::collectives::{bcast as run_bcast, reduction};
     use mpi_sys::*;
     use std::ffi::c_void;
     use std::os::raw::c_int;
@@ -234,7 +235,7 @@ mod collectives {
         let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
         let rc = entry(
             coll,
-            |rt| reduction(rt, coll, sendbuf, recvbuf, count.into(), datatype, op, root, comm),
+            |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, root, comm),
             // SAFETY: the caller's arguments, converted to C as the host's binding does.
             || unsafe {
                 match root {
@@ -263,7 +264,7 @@ mod collectives {
         let (count, datatype, root, comm) = unsafe { (*count, PMPI_Type_f2c(*datatype), *root, PMPI_Comm_f2c(*comm)) };
         let rc = entry(
             Coll::Bcast,
-            |rt| run_bcast(rt, buf, count.into(), datatype, root, comm),
+            |rt, t| run_bcast(&Mpi, rt, t, buf, count.into(), datatype, root, comm),
             // SAFETY: the caller's arguments, converted to C as the host's binding does.
             || unsafe { PMPI_Bcast(buf, count, datatype, root, comm) },
         );
@@ -294,8 +295,20 @@ mod collectives {
             unsafe { (*sendcount, PMPI_Type_f2c(*sendtype), PMPI_Type_f2c(*recvtype), *root, PMPI_Comm_f2c(*comm)) };
         let rc = entry(
             Coll::Gatherv,
-            |rt| {
-                run_gatherv(rt, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+            |rt, t| {
+                run_gatherv(
+                    rt,
+                    t,
+                    sendbuf,
+                    sendcount.into(),
+                    sendtype,
+                    recvbuf,
+                    recvcounts,
+                    displs,
+                    recvtype,
+                    root,
+                    comm,
+                )
             },
             // SAFETY: the caller's arguments, converted to C as the host's binding does.
             || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },

@@ -4,9 +4,10 @@
 //! displacements and share everything else with the int-count entry
 //! points: classification, selection, algorithms, statistics.
 
-use super::entry::{bcast, entry, forward_reduce, reduction};
-use super::gatherv::gatherv;
+use super::entry::{entry, forward_reduce, run_gatherv};
+use super::host::Mpi;
 use crate::core::types::Coll;
+use crate::driver::collectives::{bcast, reduction};
 use mpi_sys::*;
 use std::os::raw::{c_int, c_void};
 
@@ -23,7 +24,7 @@ pub unsafe extern "C" fn MPI_Allreduce_c(
 ) -> c_int {
     entry(
         Coll::Allreduce,
-        |rt| reduction(rt, Coll::Allreduce, sendbuf, recvbuf, count, datatype, op, None, comm),
+        |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count, datatype, op, None, comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm) },
     )
@@ -43,7 +44,7 @@ pub unsafe extern "C" fn MPI_Reduce_c(
 ) -> c_int {
     entry(
         Coll::Reduce,
-        |rt| reduction(rt, Coll::Reduce, sendbuf, recvbuf, count, datatype, op, Some(root), comm),
+        |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count, datatype, op, Some(root), comm),
         // SAFETY: the caller's arguments, unchanged.
         || {
             forward_reduce(sendbuf, recvbuf, count, datatype, root, comm, |send, recv| {
@@ -66,7 +67,7 @@ pub unsafe extern "C" fn MPI_Bcast_c(
 ) -> c_int {
     entry(
         Coll::Bcast,
-        |rt| bcast(rt, buffer, count, datatype, root, comm),
+        |rt, t| bcast(&Mpi, rt, t, buffer, count, datatype, root, comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Bcast_c(buffer, count, datatype, root, comm) },
     )
@@ -88,7 +89,7 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
 ) -> c_int {
     entry(
         Coll::Gatherv,
-        |rt| gatherv(rt, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm),
+        |rt, t| run_gatherv(rt, t, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm),
         // SAFETY: the caller's arguments, unchanged.
         || unsafe { PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
     )
