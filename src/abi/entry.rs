@@ -1,6 +1,8 @@
 //! The C entry points and the guard every collective passes: the panic
-//! boundary (no panic crosses into C), PCOLL_ENABLE, and accounting for
-//! what the host runs. The driver does
+//! boundary (no panic crosses into C), PCOLL_ENABLE, the reentry guard (a
+//! collective called while this thread is inside pcoll, from a user
+//! operator that pcoll or the host on pcoll's behalf invokes, goes straight
+//! to the host), and accounting for what the host runs. The driver does
 //! the rest: anything pcoll does not handle, including every invalid
 //! argument, goes to the host's PMPI function unchanged, so users see the
 //! host MPI's own behaviour.
@@ -21,8 +23,8 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
-/// Wraps every collective: the panic boundary, PCOLL_ENABLE, and
-/// accounting for forwarded calls. `run` gets the runtime and
+/// Wraps every collective: the panic boundary, PCOLL_ENABLE, the reentry
+/// guard, and accounting for forwarded calls. `run` gets the runtime and
 /// the thread's [`PerThread`] (the call's one thread-local lookup).
 #[inline]
 pub(super) fn entry(
@@ -35,13 +37,24 @@ pub(super) fn entry(
         if !rt.cfg.enable {
             return forward();
         }
-        match THREAD.with(|t| run(rt, t)) {
-            Done(rc) => rc,
-            Forward(why) => forward_to_host(rt, coll, why, forward),
-        }
+        THREAD.with(|t| {
+            let Some(inside) = t.enter() else { return forward_to_host(rt, coll, NESTED, forward) };
+            match run(rt, t) {
+                Done(rc) => rc,
+                Forward(why) => {
+                    drop(inside);
+                    forward_to_host(rt, coll, why, forward)
+                }
+            }
+        })
     }));
     result.unwrap_or_else(|panic| internal_error(coll, panic))
 }
+
+/// Why the host runs a collective called while this thread is inside
+/// pcoll: pcoll's state of the thread (and, for the same communicator, of
+/// the communicator) is in use by the outer call.
+const NESTED: &str = "called from inside pcoll (a user-defined operator)";
 
 /// Hands a call to the host MPI, for `why` (out of line, like every path
 /// but pcoll's own calls, so that their code stays compact).

@@ -1,7 +1,7 @@
 //! The C boundary: the only place with `#[no_mangle]` and PMPI calls, and
 //! thin. The exported symbols ([`entry`], [`large_count`], [`fortran`])
-//! pass through the guard (no panic crosses into C, PCOLL_ENABLE) to the
-//! driver, which
+//! pass through the guard (no panic crosses into C, a collective called
+//! from inside pcoll goes to the host, PCOLL_ENABLE) to the driver, which
 //! classifies, plans and runs the call against the host MPI's facade
 //! ([`host`]: handles, the private duplicates and their attribute
 //! ([`comm`]), node discovery ([`node`]), the PMPI transport
@@ -22,7 +22,7 @@ mod window;
 use crate::driver::thread::PerThread;
 
 thread_local! {
-    /// This thread's caches (see
+    /// This thread's caches and reentry guard (see
     /// [`crate::driver::thread`]): the only thread-local of pcoll's calls.
     static THREAD: PerThread<host::Mpi> = const { PerThread::new() };
 }

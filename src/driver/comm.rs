@@ -158,9 +158,10 @@ impl NodeState {
 
 /// The step protocol's state of a node communicator, taken by one call
 /// at a time. Not a mutex: MPI forbids two collectives on one communicator
-/// at once, so a second taker is an erroneous program, stopped with a
-/// message instead of made to wait (where it would hang, its collectives
-/// out of order). And it is released with a plain store: a
+/// at once, so a second taker (another thread: the reentry guard sends a
+/// nested call on the same thread to the host) is an erroneous program,
+/// stopped with a message instead of made to wait (where it would hang,
+/// its collectives out of order). And it is released with a plain store: a
 /// mutex's release is a locked instruction, which waits for the call's
 /// last stores, often to a cold line of the user's buffer (Open MPI, 2
 /// ranks, 8-byte Allreduce and Bcast with pcoll_bench: 8-15% faster
@@ -175,8 +176,8 @@ pub struct CallState {
 unsafe impl Sync for CallState {}
 
 /// What a second taker of a [`CallState`] is told before the job stops.
-pub const CONTENDED: &str = "pcoll: two collectives on one communicator at the same time (from two threads, or one called \
-                             from inside a reduction operator): erroneous program; aborting\n";
+pub const CONTENDED: &str =
+    "pcoll: two collectives on one communicator at the same time (from two threads): erroneous program; aborting\n";
 
 impl CallState {
     fn new(memory: NodeMemory) -> CallState {

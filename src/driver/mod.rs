@@ -8,7 +8,7 @@
 //!   over the segment, a composition with its stage between nodes;
 //! - [`verify`]: PCOLL_VERIFY's comparison with the host's collectives;
 //! - [`comm`]: a communicator's state; [`thread`]: the one per-thread
-//!   struct of caches; [`prepared`]: a thread's
+//!   struct of caches and the reentry guard; [`prepared`]: a thread's
 //!   last plans; [`cache`]: schedules; [`stats`]: call statistics;
 //!   [`runtime`]: the configuration and `pcoll_set_algorithm`'s choices;
 //!   [`calibrate`]: PCOLL_CALIBRATE.

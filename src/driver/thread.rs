@@ -22,6 +22,12 @@
 //! - `layout`: the last Gatherv layout computed at a root
 //!   ([`super::gatherv`]).
 //!
+//! And `busy`, the reentry guard: set while the thread is inside a pcoll
+//! call, so that a collective called from inside it (by a user-defined
+//! operator that pcoll, or the host on pcoll's behalf, invokes) goes
+//! straight to the host ([`PerThread::enter`]). Nothing here is ever used
+//! by two calls at once.
+//!
 //! Each host declares one `thread_local!` of this type ([`Host::with_thread`]).
 
 use super::comm::CommState;
@@ -38,6 +44,7 @@ type KnownType<H> = (<H as Host>::Datatype, TypeKind, TypeLayout);
 
 /// The per-thread state of pcoll calls on host `H` (see the module).
 pub struct PerThread<H: Host> {
+    busy: Cell<bool>,
     /// The last communicator looked up.
     pub(super) comm: Cell<Option<LastComm<H>>>,
     /// The last plan of each collective, by [`crate::core::types::Coll::index`].
@@ -54,6 +61,7 @@ impl<H: Host> PerThread<H> {
     #[allow(clippy::new_without_default)]
     pub const fn new() -> PerThread<H> {
         PerThread {
+            busy: Cell::new(false),
             comm: Cell::new(None),
             plans: RefCell::new([None, None, None, None]),
             decision: RefCell::new(None),
@@ -62,6 +70,17 @@ impl<H: Host> PerThread<H> {
             scratch: Cell::new(Vec::new()),
             layout: Cell::new(LayoutMemo::new()),
         }
+    }
+
+    /// Enters a pcoll call: `None` if this thread is inside one already
+    /// (the caller hands the call to the host), else the guard that leaves
+    /// it when dropped.
+    #[inline]
+    pub fn enter(&self) -> Option<Inside<'_>> {
+        if self.busy.replace(true) {
+            return None;
+        }
+        Some(Inside(&self.busy))
     }
 
     /// Runs `f` with `bytes` of the thread's scratch buffer. A call that
@@ -85,3 +104,13 @@ impl<H: Host> PerThread<H> {
 
 /// Larger scratch buffers are freed after the call instead of kept.
 const MAX_KEPT_SCRATCH: usize = 64 << 20;
+
+/// A thread's stay inside a pcoll call (see [`PerThread::enter`]).
+pub struct Inside<'a>(&'a Cell<bool>);
+
+impl Drop for Inside<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
