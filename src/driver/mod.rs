@@ -1,5 +1,6 @@
 //! Per-call orchestration above selection, written against the [`Host`]
-//! trait (the host MPI in the library):
+//! trait, so that all of it runs in the unit tests without MPI (ranks as
+//! threads, see `tests`):
 //! - [`collectives`] and [`gatherv`]: from the user's arguments to an
 //!   outcome: classify them ([`classify`]; anything pcoll does not handle
 //!   goes to the host), plan the call ([`plan`]), agree on a Gatherv's
@@ -30,3 +31,6 @@ pub mod thread;
 pub mod verify;
 
 pub use host::Host;
+
+#[cfg(test)]
+mod tests;
