@@ -1,5 +1,6 @@
-//! The C entry points and the guard every collective passes: the panic
-//! boundary (no panic crosses into C), PCOLL_ENABLE, the reentry guard (a
+//! The C entry points (int and large counts) and the guard every
+//! collective passes, the Fortran ones too: the panic boundary (no panic
+//! crosses into C), PCOLL_ENABLE, the reentry guard (a
 //! collective called while this thread is inside pcoll, from a user
 //! operator that pcoll or the host on pcoll's behalf invokes, goes straight
 //! to the host), and accounting for what the host runs. The driver does
@@ -122,114 +123,131 @@ pub(super) fn forward_reduce(
     call(copy.as_ptr().wrapping_offset(-(true_lb as isize)).cast(), recvbuf)
 }
 
-/// A Gatherv through the driver (C, large-count and Fortran arguments).
-#[allow(clippy::too_many_arguments)]
-#[inline]
-pub(super) fn run_gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
-    rt: &Runtime,
-    t: &PerThread<Mpi>,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const D,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Outcome {
-    let args = GathervArgs { sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm };
-    gatherv(&Mpi, rt, t, args)
-}
-
 // ---------------------------------------------------------------------------
 // The exported symbols.
 
-/// # Safety
-/// Called by MPI programs with MPI_Allreduce's arguments.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(
-        Coll::Allreduce,
-        |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
-        // SAFETY: the caller's arguments, unchanged.
-        || unsafe { PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) },
-    )
+/// The four collectives of one C interface: int counts, or MPI-4 large
+/// counts (MPI_Count counts, MPI_Aint displacements, the `_c` names, where
+/// the host MPI declares them). Each goes through [`entry`] to the driver;
+/// the host's function of the same interface runs what pcoll does not.
+macro_rules! c_collectives {
+    (
+        $count:ty, $displ:ty,
+        $allreduce:ident / $pmpi_allreduce:ident, $reduce:ident / $pmpi_reduce:ident,
+        $bcast:ident / $pmpi_bcast:ident, $gatherv:ident / $pmpi_gatherv:ident $(,)?
+    ) => {
+        /// # Safety
+        /// Called by MPI programs with MPI_Allreduce's arguments.
+        #[no_mangle]
+        pub unsafe extern "C" fn $allreduce(
+            sendbuf: *const c_void,
+            recvbuf: *mut c_void,
+            count: $count,
+            datatype: MPI_Datatype,
+            op: MPI_Op,
+            comm: MPI_Comm,
+        ) -> c_int {
+            entry(
+                Coll::Allreduce,
+                |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
+                // SAFETY: the caller's arguments, unchanged.
+                || unsafe { $pmpi_allreduce(sendbuf, recvbuf, count, datatype, op, comm) },
+            )
+        }
+
+        /// # Safety
+        /// Called by MPI programs with MPI_Reduce's arguments.
+        #[no_mangle]
+        pub unsafe extern "C" fn $reduce(
+            sendbuf: *const c_void,
+            recvbuf: *mut c_void,
+            count: $count,
+            datatype: MPI_Datatype,
+            op: MPI_Op,
+            root: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            entry(
+                Coll::Reduce,
+                |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
+                || {
+                    forward_reduce(sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
+                        // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
+                        unsafe { $pmpi_reduce(send, recv, count, datatype, op, root, comm) }
+                    })
+                },
+            )
+        }
+
+        /// # Safety
+        /// Called by MPI programs with MPI_Bcast's arguments.
+        #[no_mangle]
+        pub unsafe extern "C" fn $bcast(
+            buffer: *mut c_void,
+            count: $count,
+            datatype: MPI_Datatype,
+            root: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            entry(
+                Coll::Bcast,
+                |rt, t| bcast(&Mpi, rt, t, buffer, count.into(), datatype, root, comm),
+                // SAFETY: the caller's arguments, unchanged.
+                || unsafe { $pmpi_bcast(buffer, count, datatype, root, comm) },
+            )
+        }
+
+        /// # Safety
+        /// Called by MPI programs with MPI_Gatherv's arguments.
+        #[no_mangle]
+        pub unsafe extern "C" fn $gatherv(
+            sendbuf: *const c_void,
+            sendcount: $count,
+            sendtype: MPI_Datatype,
+            recvbuf: *mut c_void,
+            recvcounts: *const $count,
+            displs: *const $displ,
+            recvtype: MPI_Datatype,
+            root: c_int,
+            comm: MPI_Comm,
+        ) -> c_int {
+            entry(
+                Coll::Gatherv,
+                |rt, t| {
+                    let sendcount = sendcount.into();
+                    let args =
+                        GathervArgs { sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm };
+                    gatherv(&Mpi, rt, t, args)
+                },
+                // SAFETY: the caller's arguments, unchanged.
+                || unsafe {
+                    $pmpi_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+                },
+            )
+        }
+    };
 }
 
-/// # Safety
-/// Called by MPI programs with MPI_Reduce's arguments.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(
-        Coll::Reduce,
-        |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
-        // SAFETY: the caller's arguments, unchanged.
-        || {
-            forward_reduce(sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
-                // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
-                unsafe { PMPI_Reduce(send, recv, count, datatype, op, root, comm) }
-            })
-        },
-    )
-}
+c_collectives!(
+    c_int,
+    c_int,
+    MPI_Allreduce / PMPI_Allreduce,
+    MPI_Reduce / PMPI_Reduce,
+    MPI_Bcast / PMPI_Bcast,
+    MPI_Gatherv / PMPI_Gatherv,
+);
 
-/// # Safety
-/// Called by MPI programs with MPI_Bcast's arguments.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(
-        Coll::Bcast,
-        |rt, t| bcast(&Mpi, rt, t, buffer, count.into(), datatype, root, comm),
-        // SAFETY: the caller's arguments, unchanged.
-        || unsafe { PMPI_Bcast(buffer, count, datatype, root, comm) },
-    )
-}
-
-/// # Safety
-/// Called by MPI programs with MPI_Gatherv's arguments.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    entry(
-        Coll::Gatherv,
-        |rt, t| {
-            run_gatherv(rt, t, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
-        },
-        // SAFETY: the caller's arguments, unchanged.
-        || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
-    )
-}
+// The large-count forms, where the host MPI declares them (cfg
+// `pcoll_large_count`, set by build.rs from MPI_VERSION).
+#[cfg(pcoll_large_count)]
+c_collectives!(
+    MPI_Count,
+    MPI_Aint,
+    MPI_Allreduce_c / PMPI_Allreduce_c,
+    MPI_Reduce_c / PMPI_Reduce_c,
+    MPI_Bcast_c / PMPI_Bcast_c,
+    MPI_Gatherv_c / PMPI_Gatherv_c,
+);
 
 /// Sets how one collective runs from now on, as PCOLL_<COLL> would (an
 /// algorithm with parameters, `mpi` or `auto`; an empty string goes back

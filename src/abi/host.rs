@@ -381,6 +381,56 @@ impl Host for Mpi {
         runtime::world_rank() as usize
     }
 
+    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let (rank, len, mut size) = (runtime::world_rank(), mine.len() as c_int, 0);
+        // SAFETY: reads the size of MPI_COMM_WORLD into a local.
+        unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
+        let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
+        let world = self.world();
+        // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
+        unsafe {
+            PMPI_Gather(
+                (&len as *const c_int).cast(),
+                1,
+                RSMPI_INT32_T,
+                lens.as_mut_ptr().cast(),
+                1,
+                RSMPI_INT32_T,
+                0,
+                world,
+            )
+        };
+        let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
+        let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
+        // SAFETY: every rank sends its `len` bytes; the root receives them at
+        // `displs` in `all`, sized for the sum of the lengths.
+        unsafe {
+            PMPI_Gatherv(
+                send_ptr(mine),
+                len,
+                byte(),
+                recv_ptr(&mut all),
+                lens.as_ptr(),
+                displs.as_ptr(),
+                byte(),
+                0,
+                world,
+            )
+        };
+        (rank == 0)
+            .then(|| lens.iter().zip(&displs).map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec()).collect())
+    }
+
+    fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {
+        let mut sum = vec![0u64; mine.len()];
+        let n = mine.len() as c_int;
+        // SAFETY: `n` u64 from every rank to world rank 0, into `sum`.
+        unsafe {
+            PMPI_Reduce(mine.as_ptr().cast(), sum.as_mut_ptr().cast(), n, RSMPI_UINT64_T, RSMPI_SUM, 0, self.world())
+        };
+        (runtime::world_rank() == 0).then_some(sum)
+    }
+
     fn version(&self) -> String {
         runtime::host_version()
     }

@@ -1,6 +1,6 @@
 //! The C boundary: the only place with `#[no_mangle]` and PMPI calls, and
-//! thin. The exported symbols ([`entry`], [`large_count`], [`fortran`])
-//! pass through the guard (no panic crosses into C, a collective called
+//! thin. The exported symbols ([`entry`]: C with int and large counts;
+//! [`fortran`]) pass through the guard (no panic crosses into C, a collective called
 //! from inside pcoll goes to the host, PCOLL_ENABLE) to the driver, which
 //! classifies, plans and runs the call against the host MPI's facade
 //! ([`host`]: handles, the private duplicates and their attribute
@@ -12,8 +12,6 @@ mod comm;
 mod entry;
 mod fortran;
 mod host;
-#[cfg(pcoll_large_count)]
-mod large_count;
 mod node;
 mod runtime;
 mod transport;

@@ -6,17 +6,15 @@
 //! everything pcoll holds.
 
 use super::comm;
-use super::host::{recv_ptr, send_ptr};
+use super::host::Mpi;
 use crate::driver::host::check;
-use crate::driver::runtime::{say, Runtime};
-use crate::driver::stats::{Stats, Summary};
+use crate::driver::runtime::{report_at_finalize, say, Runtime};
 use crate::driver::Host;
 use crate::select::config::{Config, ConfigError};
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::io::Write;
 use std::os::raw::{c_char, c_int, c_void};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static RUNTIME: OnceCell<Result<Runtime, ConfigError>> = OnceCell::new();
@@ -82,7 +80,7 @@ pub(super) fn after_init() {
     install_finalize_hook(true);
     let rt = get();
     if rt.cfg.calibrate && rt.cfg.enable {
-        super::host::Mpi::with_thread(|t| crate::driver::calibrate::calibrate(&super::host::Mpi, t));
+        Mpi::with_thread(|t| crate::driver::calibrate::calibrate(&Mpi, t));
     }
 }
 
@@ -111,12 +109,7 @@ unsafe extern "C" fn on_finalize(
     let outcome = std::panic::catch_unwind(|| {
         // Read at MPI_Init on every rank that installed the hook there.
         if let Some(Ok(runtime)) = RUNTIME.get() {
-            if let Some(stats) = &runtime.stats {
-                print_summary(&stats.lock().unwrap(), runtime.cfg.stats_file.as_deref());
-            }
-            if runtime.cfg.verify.is_some() {
-                print_verify_totals();
-            }
+            report_at_finalize(&Mpi, runtime, HOOKED_AT_INIT.load(Ordering::Relaxed));
         }
         comm::release_all();
     });
@@ -126,116 +119,6 @@ unsafe extern "C" fn on_finalize(
     // SAFETY: frees the hook's own keyval, no longer needed.
     unsafe { PMPI_Comm_free_keyval(&mut keyval) };
     MPI_SUCCESS as c_int
-}
-
-/// One summary for the whole job from world rank 0 (if every rank
-/// installed the hook at MPI_Init), else this rank's own; to stderr or to
-/// PCOLL_STATS_FILE (`<file>.<world rank>` for a rank's own).
-fn print_summary(local: &Stats, file: Option<&Path>) {
-    let text = local.to_text();
-    let mut summary = Summary::default();
-    if !HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        summary.add_rank(&text).expect("this rank's own table");
-        let file = file.map(|f| PathBuf::from(format!("{}.{}", f.display(), world_rank())));
-        deliver(&summary.render(&format!("{} (this rank only)", host_version())), file.as_deref());
-        return;
-    }
-    let Some(tables) = gather_text(&text) else { return };
-    for table in &tables {
-        if let Err(e) = summary.add_rank(table) {
-            say(&format!("pcoll: PCOLL_STATS: {e}\n"));
-        }
-    }
-    deliver(&summary.render(&host_version()), file);
-}
-
-/// PCOLL_VERIFY's count of compared calls and of those that differed,
-/// over the job (from world rank 0) or, as for the summary, this rank's.
-fn print_verify_totals() {
-    let mine = crate::driver::verify::totals();
-    let (totals, scope) = if HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        let mut sum = [0u64; 3];
-        // SAFETY: three u64 from every rank (each installed the hook at MPI_Init) to world rank 0.
-        unsafe {
-            PMPI_Reduce(
-                mine.as_ptr().cast(),
-                sum.as_mut_ptr().cast(),
-                3,
-                RSMPI_UINT64_T,
-                RSMPI_SUM,
-                0,
-                RSMPI_COMM_WORLD,
-            )
-        };
-        if world_rank() != 0 {
-            return;
-        }
-        (sum, "all ranks".to_string())
-    } else {
-        (mine, format!("rank {} only", world_rank()))
-    };
-    say(&format!(
-        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope}); {} not comparable \
-         (user-defined operators on floating point, padded types, failed host calls)\n",
-        totals[0], totals[1], totals[2]
-    ));
-}
-
-/// Every rank's `text` at world rank 0 (`None` elsewhere).
-fn gather_text(text: &str) -> Option<Vec<String>> {
-    let (rank, mut size) = (world_rank(), 0);
-    let len = text.len() as c_int;
-    // SAFETY: reads the size of MPI_COMM_WORLD into a local.
-    unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
-    let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
-    // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
-    unsafe {
-        PMPI_Gather(
-            (&len as *const c_int).cast(),
-            1,
-            RSMPI_INT32_T,
-            lens.as_mut_ptr().cast(),
-            1,
-            RSMPI_INT32_T,
-            0,
-            RSMPI_COMM_WORLD,
-        )
-    };
-    let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
-    let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
-    // SAFETY: every rank sends its `len` bytes; the root receives them at
-    // `displs` in `all`, sized for the sum of the lengths.
-    unsafe {
-        PMPI_Gatherv(
-            send_ptr(text.as_bytes()),
-            len,
-            super::shim::pcoll_dtype_byte(),
-            recv_ptr(&mut all),
-            lens.as_ptr(),
-            displs.as_ptr(),
-            super::shim::pcoll_dtype_byte(),
-            0,
-            RSMPI_COMM_WORLD,
-        )
-    };
-    (rank == 0).then(|| {
-        lens.iter()
-            .zip(&displs)
-            .map(|(&l, &d)| String::from_utf8_lossy(&all[d as usize..(d + l) as usize]).into_owned())
-            .collect()
-    })
-}
-
-/// Writes the summary to `file`, or to stderr if none or if it cannot be
-/// written (saying why).
-fn deliver(summary: &str, file: Option<&Path>) {
-    match file.map(|f| (f, std::fs::write(f, summary))) {
-        None => say(summary),
-        Some((_, Ok(()))) => {}
-        Some((f, Err(e))) => {
-            say(&format!("pcoll: cannot write PCOLL_STATS_FILE={} ({e}); the summary:\n{summary}", f.display()))
-        }
-    }
 }
 
 /// First line of the host MPI's version string.

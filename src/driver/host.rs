@@ -13,7 +13,8 @@
 //! - datatype and operator handles: what they are, their layout, packing,
 //!   and the host's reduction of an operator pcoll has no kernel for;
 //! - the host's own collectives, which PCOLL_VERIFY compares with;
-//! - the process: its world rank, the host's version, stopping the job.
+//! - the process: its world rank, the host's version, stopping the job,
+//!   and gathering the finalize summary over the job.
 
 use super::comm::CommState;
 use super::thread::PerThread;
@@ -232,6 +233,12 @@ pub trait Host: Copy + Sized + 'static {
 
     /// This process's rank in MPI_COMM_WORLD.
     fn world_rank(&self) -> usize;
+    /// Every rank's `mine` at world rank 0, by rank (`None` elsewhere);
+    /// collective over MPI_COMM_WORLD (the finalize summary).
+    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
+    /// The sum of every rank's `mine` at world rank 0 (`None` elsewhere);
+    /// collective over MPI_COMM_WORLD.
+    fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>>;
     /// The first line of the host MPI's version string.
     fn version(&self) -> String;
     /// Says `text` and stops the job.

@@ -606,6 +606,19 @@ impl Host for TestHost {
         self.rank
     }
 
+    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let world = self.world();
+        self.post(REFERENCE, world, 0, mine.to_vec());
+        (self.rank == 0).then(|| (0..self.world.size).map(|r| self.take(REFERENCE, world, r)).collect())
+    }
+
+    fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {
+        let all = self.gather_at_root(&mine.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
+        let words =
+            |b: &Vec<u8>| b.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect::<Vec<u64>>();
+        Some(all.iter().map(words).fold(vec![0; mine.len()], |acc, w| acc.iter().zip(w).map(|(a, b)| a + b).collect()))
+    }
+
     fn version(&self) -> String {
         "the test host".into()
     }

@@ -576,3 +576,31 @@ fn a_remembered_plan_lasts_while_no_communicator_is_freed() {
         assert!(recall(Op::Sum).is_none(), "a plan from before a communicator was freed");
     });
 }
+
+#[test]
+fn the_finalize_summary_covers_every_rank() {
+    let file = std::env::temp_dir().join(format!("pcoll-driver-test-{}.txt", std::process::id()));
+    let path = file.to_str().unwrap();
+    let vars = [("PCOLL_STATS_FILE", path), ("PCOLL_ALLREDUCE", "recursive_doubling"), ("PCOLL_BCAST", "mpi")];
+    let world = World::one_node(3, &vars);
+    world.run(|h| {
+        let mine = bytes_of(&input(h.rank, 6));
+        let mut recv = vec![0u8; 24];
+        for _ in 0..2 {
+            assert_eq!(reduce_call(h, Some(&mine), &mut recv, 6, Ty::I32, Op::Sum, None, WORLD), Done(SUCCESS));
+        }
+        assert_eq!(bcast_call(h, recv.as_mut_ptr().cast(), 24, Ty::Byte, 0, WORLD), Forward("forced mpi"));
+    });
+    // the guard's accounting of the forwarded call, as the library's does
+    let stats = world.rt.stats.as_ref().unwrap();
+    (0..3).for_each(|_| stats.lock().unwrap().record_fallback(Coll::Bcast, "forced mpi", 0.0));
+    world.run(|h| super::runtime::report_at_finalize(&h, &world.rt, true));
+    let text = std::fs::read_to_string(&file).expect("rank 0 wrote the summary");
+    let _ = std::fs::remove_file(&file);
+    assert!(text.contains("3 ranks, host MPI: the test host"), "{text}");
+    let row = text.lines().find(|l| l.contains("recursive_doubling")).expect("the algorithm's row");
+    // the three ranks share one process here, and so one table: each
+    // reports it, so the job-wide sums count every call three times
+    assert!(row.split_whitespace().any(|w| w == "18"), "{row}");
+    assert!(text.lines().any(|l| l.contains("bcast") && l.contains("forced mpi")), "{text}");
+}
