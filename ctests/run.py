@@ -783,7 +783,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
 
 
-# pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n> (src/abi/node.rs,
+# pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n> (src/shm/os.rs,
 # segment_name); in /proc/<pid>/maps a mapped one reads /dev/shm/pcoll-...
 SHM_DIR = "/dev/shm"
 SEGMENT = re.compile(r"^pcoll-(\d+)-\d+$")

@@ -1,12 +1,12 @@
-//! The C entry points (int and large counts) and the guard every
-//! collective passes, the Fortran ones too: the panic boundary (no panic
-//! crosses into C), PCOLL_ENABLE, the reentry guard (a
-//! collective called while this thread is inside pcoll, from a user
-//! operator that pcoll or the host on pcoll's behalf invokes, goes straight
-//! to the host), and accounting for what the host runs. The driver does
-//! the rest: anything pcoll does not handle, including every invalid
-//! argument, goes to the host's PMPI function unchanged, so users see the
-//! host MPI's own behaviour.
+//! The C entry points (int and large counts), pcoll's C API, and the guard
+//! every collective passes, the Fortran ones too: the panic boundary (no
+//! panic crosses into C), PCOLL_ENABLE, the reentry guard (a collective
+//! called while this thread is inside pcoll, from a user operator that
+//! pcoll or the host on pcoll's behalf invokes, goes straight to the
+//! host), and accounting for what the host runs. The driver does the rest:
+//! anything pcoll does not handle, including every invalid argument, goes
+//! to the host's PMPI function unchanged, so users see the host MPI's own
+//! behaviour.
 
 use super::host::Mpi;
 use super::{runtime, THREAD};

@@ -30,7 +30,7 @@ impl Runtime {
 
     /// How `coll` runs: an override set by `pcoll_set_algorithm`, else the
     /// configuration's. Every choice lives at its own address for good
-    /// (see [`CHOSEN`]), so equal addresses mean equal choices.
+    /// (see `CHOSEN`), so equal addresses mean equal choices.
     #[inline]
     pub fn choice(&self, coll: Coll) -> &Choice {
         let set = OVERRIDES[coll.index()].load(Ordering::Acquire);
@@ -44,7 +44,7 @@ impl Runtime {
     }
 }
 
-/// Overrides how `coll` runs (`value` as PCOLL_<COLL> takes it; "" undoes
+/// Overrides how `coll` runs (`value` as `PCOLL_<COLL>` takes it; "" undoes
 /// the override).
 pub fn set_choice(coll: Coll, value: &str) -> Result<(), String> {
     if value.is_empty() {
