@@ -3,7 +3,7 @@
  * prefix), which forces node algorithms, snapshots /dev/shm around the job
  * and looks for segments created by this job's processes.
  *
- * usage: shm_exit finalize|abort|kill|nested MARKER PIDDIR
+ * usage: shm_exit finalize|abort|kill MARKER PIDDIR
  *
  * Every rank writes its pid to PIDDIR/pid.<rank> (so that the runner knows
  * the job's processes), runs an Allreduce on MPI_COMM_WORLD and a Bcast on
@@ -16,10 +16,7 @@
  *   abort:    the last rank calls MPI_Abort while the others wait in a
  *             barrier;
  *   kill:     the last rank SIGKILLs itself while the others enter another
- *             Allreduce, which cannot complete: the launcher must end them;
- *   nested:   an Allreduce whose user operator calls an Allreduce on the
- *             same communicator, which MPI forbids: pcoll must stop the job
- *             with a message (the runner looks for it) instead of hanging.
+ *             Allreduce, which cannot complete: the launcher must end them.
  */
 #include <mpi.h>
 #include <signal.h>
@@ -27,17 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* MPI_SUM on ints that first calls a collective on the communicator of
- * the reduction running it (erroneous). */
-static void nested_sum(void *in, void *inout, int *len, MPI_Datatype *type)
-{
-    (void)type;
-    int one = 1, total = 0;
-    MPI_Allreduce(&one, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    for (int k = 0; k < *len; k++)
-        ((int *)inout)[k] += ((int *)in)[k];
-}
 
 static int maps_segment(const char *marker)
 {
@@ -55,8 +41,8 @@ static int maps_segment(const char *marker)
 int main(int argc, char **argv)
 {
     if (argc != 4 ||
-        (strcmp(argv[1], "finalize") && strcmp(argv[1], "abort") && strcmp(argv[1], "kill") && strcmp(argv[1], "nested"))) {
-        fprintf(stderr, "usage: shm_exit finalize|abort|kill|nested MARKER PIDDIR\n");
+        (strcmp(argv[1], "finalize") && strcmp(argv[1], "abort") && strcmp(argv[1], "kill"))) {
+        fprintf(stderr, "usage: shm_exit finalize|abort|kill MARKER PIDDIR\n");
         return 2;
     }
     const char *mode = argv[1], *marker = argv[2];
@@ -110,11 +96,6 @@ int main(int argc, char **argv)
         if (rank == size - 1)
             raise(SIGKILL);
         MPI_Allreduce(v, sum, 1024, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    } else if (!strcmp(mode, "nested")) {
-        MPI_Op op;
-        PMPI_Op_create(nested_sum, 1, &op);
-        MPI_Allreduce(v, sum, 1024, MPI_INT, op, MPI_COMM_WORLD);
-        PMPI_Op_free(&op);
     }
     PMPI_Comm_free(&pair);
     MPI_Finalize();

@@ -33,7 +33,7 @@
 //! MPI_BOTTOM (all buffers), the addresses of the common blocks
 //! `mpi_fortran_in_place_` / `mpi_fortran_bottom_` that the mpif.h, `use
 //! mpi` and mpi_f08 bindings all pass (`pcoll_fortran_buffer` in shim.c),
-//! into the C constants. Then they run like the C entry points, and the
+//! into the C constants. Then they call pcoll's C entry points, and the
 //! host's C `PMPI_` function runs what pcoll does not handle. ierror is set
 //! when present, as Open MPI does (an absent mpi_f08 ierror arrives as NULL).
 //!
@@ -144,14 +144,13 @@ unsafe fn init_thread(symbol: &str, required: *const Fint, provided: *mut Fint, 
     hook_if_initialized();
 }
 
-/// Open MPI only: the four collectives (see the module documentation).
+/// Open MPI only: the four collectives (see the module documentation),
+/// which convert their arguments and run as pcoll's C entry points.
 #[cfg(pcoll_mpi = "openmpi")]
 mod collectives {
-    use super::super::entry::{bcast as run_bcast, entry, reduction};
-    use super::super::gatherv::gatherv as run_gatherv;
+    use super::super::entry::{MPI_Allreduce, MPI_Bcast, MPI_Gatherv, MPI_Reduce};
     use super::super::shim;
     use super::{set_ierror, Fint};
-    use crate::core::types::Coll;
     use mpi_sys::*;
     use std::ffi::c_void;
     use std::os::raw::c_int;
@@ -190,8 +189,13 @@ mod collectives {
         comm: *const Fint,
         ierror: *mut Fint,
     ) {
-        // SAFETY: the caller's arguments, with no root.
-        unsafe { reduce_or_allreduce(sendbuf, recvbuf, count, datatype, op, None, comm, ierror) }
+        let (sendbuf, recvbuf) = (buffer(sendbuf, true).cast_const(), buffer(recvbuf, false));
+        // SAFETY: the binding passes every integer and handle by reference;
+        // converted to C as the host's binding does.
+        unsafe {
+            let (datatype, op, comm) = (PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+            set_ierror(ierror, MPI_Allreduce(sendbuf, recvbuf, *count, datatype, op, comm))
+        }
     }
 
     /// # Safety
@@ -208,43 +212,12 @@ mod collectives {
         comm: *const Fint,
         ierror: *mut Fint,
     ) {
-        // SAFETY: the caller's arguments; root is an integer passed by reference.
-        unsafe { reduce_or_allreduce(sendbuf, recvbuf, count, datatype, op, Some(*root), comm, ierror) }
-    }
-
-    /// Allreduce (`root` None) and Reduce.
-    ///
-    /// # Safety
-    /// Fortran MPI_Allreduce's or MPI_Reduce's arguments.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn reduce_or_allreduce(
-        sendbuf: *mut c_void,
-        recvbuf: *mut c_void,
-        count: *const Fint,
-        datatype: *const Fint,
-        op: *const Fint,
-        root: Option<c_int>,
-        comm: *const Fint,
-        ierror: *mut Fint,
-    ) {
         let (sendbuf, recvbuf) = (buffer(sendbuf, true).cast_const(), buffer(recvbuf, false));
-        // SAFETY: the binding passes every integer and handle by reference.
-        let (count, datatype, op, comm) =
-            unsafe { (*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)) };
-        let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
-        let rc = entry(
-            coll,
-            |rt| reduction(rt, coll, sendbuf, recvbuf, count.into(), datatype, op, root, comm),
-            // SAFETY: the caller's arguments, converted to C as the host's binding does.
-            || unsafe {
-                match root {
-                    None => PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm),
-                    Some(root) => PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm),
-                }
-            },
-        );
-        // SAFETY: ierror is the caller's.
-        unsafe { set_ierror(ierror, rc) }
+        // SAFETY: as for allreduce.
+        unsafe {
+            let (datatype, op, comm) = (PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+            set_ierror(ierror, MPI_Reduce(sendbuf, recvbuf, *count, datatype, op, *root, comm))
+        }
     }
 
     /// # Safety
@@ -259,16 +232,11 @@ mod collectives {
         ierror: *mut Fint,
     ) {
         let buf = buffer(buffer_f, false);
-        // SAFETY: the binding passes every integer and handle by reference.
-        let (count, datatype, root, comm) = unsafe { (*count, PMPI_Type_f2c(*datatype), *root, PMPI_Comm_f2c(*comm)) };
-        let rc = entry(
-            Coll::Bcast,
-            |rt| run_bcast(rt, buf, count.into(), datatype, root, comm),
-            // SAFETY: the caller's arguments, converted to C as the host's binding does.
-            || unsafe { PMPI_Bcast(buf, count, datatype, root, comm) },
-        );
-        // SAFETY: ierror is the caller's.
-        unsafe { set_ierror(ierror, rc) }
+        // SAFETY: as for allreduce.
+        unsafe {
+            let (datatype, comm) = (PMPI_Type_f2c(*datatype), PMPI_Comm_f2c(*comm));
+            set_ierror(ierror, MPI_Bcast(buf, *count, datatype, *root, comm))
+        }
     }
 
     /// # Safety
@@ -288,19 +256,22 @@ mod collectives {
         ierror: *mut Fint,
     ) {
         let (sendbuf, recvbuf) = (buffer(sendbuf, true).cast_const(), buffer(recvbuf, false));
-        // SAFETY: the binding passes every integer and handle by reference
-        // (recvcounts and displs are arrays, read at the root only).
-        let (sendcount, sendtype, recvtype, root, comm) =
-            unsafe { (*sendcount, PMPI_Type_f2c(*sendtype), PMPI_Type_f2c(*recvtype), *root, PMPI_Comm_f2c(*comm)) };
-        let rc = entry(
-            Coll::Gatherv,
-            |rt| {
-                run_gatherv(rt, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
-            },
-            // SAFETY: the caller's arguments, converted to C as the host's binding does.
-            || unsafe { PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) },
-        );
-        // SAFETY: ierror is the caller's.
-        unsafe { set_ierror(ierror, rc) }
+        // SAFETY: as for allreduce (recvcounts and displs are arrays, read
+        // at the root only).
+        unsafe {
+            let (sendtype, recvtype) = (PMPI_Type_f2c(*sendtype), PMPI_Type_f2c(*recvtype));
+            let rc = MPI_Gatherv(
+                sendbuf,
+                *sendcount,
+                sendtype,
+                recvbuf,
+                recvcounts,
+                displs,
+                recvtype,
+                *root,
+                PMPI_Comm_f2c(*comm),
+            );
+            set_ierror(ierror, rc)
+        }
     }
 }

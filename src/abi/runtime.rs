@@ -1,102 +1,21 @@
-//! Process-wide state: the configuration (read once), logging, call
-//! statistics, and the MPI_Finalize hook (an attribute on MPI_COMM_SELF,
-//! whose delete callback MPI runs first thing in MPI_Finalize).
+//! Process-wide state on the MPI side: the runtime (configuration read
+//! once, at MPI_Init or the first collective), logging, and the
+//! MPI_Finalize hook (an attribute on MPI_COMM_SELF, whose delete callback
+//! MPI runs first thing in MPI_Finalize): the statistics summary and
+//! PCOLL_VERIFY's totals, combined over the job, and the release of
+//! everything pcoll holds.
 
 use super::comm;
-use super::transport::check;
-use crate::core::call::CallDesc;
-use crate::core::types::Coll;
-use crate::driver::stats::{Stats, Summary};
-use crate::select::config::{accepted_choices, parse_choice, Choice, Config, ConfigError};
-use crate::select::{self, Decision};
+use super::host::Mpi;
+use crate::driver::host::check;
+use crate::driver::runtime::{report_at_finalize, say, Runtime};
+use crate::driver::Host;
+use crate::select::config::{Config, ConfigError};
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
-use std::cell::RefCell;
 use std::io::Write;
 use std::os::raw::{c_char, c_int, c_void};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::Mutex;
-
-pub(super) struct Runtime {
-    pub cfg: Config,
-    /// Per-process statistics, when PCOLL_STATS=1.
-    pub stats: Option<Mutex<Stats>>,
-}
-
-/// Choices set through `pcoll_set_algorithm`, one per collective (null:
-/// the configured one). They point into [`CHOSEN`], which only grows, so a
-/// pointer read stays valid while another thread sets a new choice.
-static OVERRIDES: [AtomicPtr<Choice>; 4] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 4];
-static CHOSEN: Mutex<Vec<(Coll, String, Box<Choice>)>> = Mutex::new(Vec::new());
-
-impl Runtime {
-    /// How `coll` runs: an override set by `pcoll_set_algorithm`, else the
-    /// configuration's.
-    pub fn choice(&self, coll: Coll) -> &Choice {
-        let set = OVERRIDES[coll.index()].load(Ordering::Acquire);
-        if set.is_null() {
-            &self.cfg.choices[coll.index()]
-        } else {
-            // SAFETY: a Box in CHOSEN, never freed or moved (acquire pairs
-            // with the release that published it).
-            unsafe { &*set }
-        }
-    }
-
-    /// How to run a call ([`select::decide_with`] with [`Runtime::choice`]).
-    /// The thread's last decision is remembered with what it was made from,
-    /// so a loop of calls of one shape does not read the rules again (27-55
-    /// ns a call at 2 ranks). The configuration is fixed for the job, and
-    /// every choice lives at its own address for good (see [`CHOSEN`]):
-    /// equal inputs make the same decision.
-    pub fn decide(&self, desc: &CallDesc, bytes: Option<usize>) -> Decision {
-        let choice = self.choice(desc.coll);
-        let same =
-            |last: &&LastDecision| std::ptr::eq(last.choice, choice) && last.bytes == bytes && last.desc == *desc;
-        if let Some(decision) = LAST_DECISION.with_borrow(|last| last.as_ref().filter(same).map(|l| l.decision)) {
-            return decision;
-        }
-        let decision = select::decide_with(&self.cfg, choice, desc, bytes);
-        LAST_DECISION.set(Some(LastDecision { choice, desc: desc.clone(), bytes, decision }));
-        decision
-    }
-}
-
-/// A decision and what it was made from.
-struct LastDecision {
-    choice: *const Choice,
-    desc: CallDesc,
-    bytes: Option<usize>,
-    decision: Decision,
-}
-
-thread_local! {
-    static LAST_DECISION: RefCell<Option<LastDecision>> = const { RefCell::new(None) };
-}
-
-/// Overrides how `coll` runs (`value` as PCOLL_<COLL> takes it; "" undoes
-/// the override).
-pub(super) fn set_choice(coll: Coll, value: &str) -> Result<(), String> {
-    if value.is_empty() {
-        OVERRIDES[coll.index()].store(std::ptr::null_mut(), Ordering::Release);
-        return Ok(());
-    }
-    let mut chosen = CHOSEN.lock().unwrap();
-    let index = match chosen.iter().position(|(c, v, _)| *c == coll && v == value) {
-        Some(i) => i,
-        None => {
-            let choice = parse_choice(coll, value)
-                .map_err(|problem| problem.unwrap_or_else(|| format!("accepted: {}", accepted_choices(coll))))?;
-            chosen.push((coll, value.to_string(), Box::new(choice)));
-            chosen.len() - 1
-        }
-    };
-    let ptr: *const Choice = &*chosen[index].2;
-    // Release: the Choice is fully built before a reader acquires the pointer.
-    OVERRIDES[coll.index()].store(ptr.cast_mut(), Ordering::Release);
-    Ok(())
-}
+use std::sync::atomic::{AtomicBool, Ordering};
 
 static RUNTIME: OnceCell<Result<Runtime, ConfigError>> = OnceCell::new();
 
@@ -105,7 +24,7 @@ static RUNTIME: OnceCell<Result<Runtime, ConfigError>> = OnceCell::new();
 static HOOKED_AT_INIT: AtomicBool = AtomicBool::new(false);
 static HOOK: OnceCell<()> = OnceCell::new();
 
-fn world_rank() -> c_int {
+pub(super) fn world_rank() -> c_int {
     let mut rank = 0;
     // SAFETY: MPI is initialised whenever pcoll runs; `rank` is a valid local.
     unsafe { PMPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank) };
@@ -121,7 +40,7 @@ pub(super) fn get() -> &'static Runtime {
             init_logging(&cfg);
             install_finalize_hook(false);
             log::info!("pcoll {} active, configuration {:?}", env!("CARGO_PKG_VERSION"), cfg);
-            Runtime { stats: cfg.stats.then(|| Mutex::new(Stats::default())), cfg }
+            Runtime::new(cfg)
         })
     });
     match runtime {
@@ -131,12 +50,6 @@ pub(super) fn get() -> &'static Runtime {
             abort_job(&format!("pcoll: {err}\n"))
         }
     }
-}
-
-/// Writes `text` to stderr in one call, so that a job abort cannot cut it
-/// short and other ranks' lines do not interleave with it.
-pub(super) fn say(text: &str) {
-    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// Says `text` and aborts the job. The pause lets the launcher forward the
@@ -167,7 +80,7 @@ pub(super) fn after_init() {
     install_finalize_hook(true);
     let rt = get();
     if rt.cfg.calibrate && rt.cfg.enable {
-        super::calibrate::calibrate();
+        Mpi::with_thread(|t| crate::driver::calibrate::calibrate(&Mpi, t));
     }
 }
 
@@ -196,12 +109,7 @@ unsafe extern "C" fn on_finalize(
     let outcome = std::panic::catch_unwind(|| {
         // Read at MPI_Init on every rank that installed the hook there.
         if let Some(Ok(runtime)) = RUNTIME.get() {
-            if let Some(stats) = &runtime.stats {
-                print_summary(&stats.lock().unwrap(), runtime.cfg.stats_file.as_deref());
-            }
-            if runtime.cfg.verify.is_some() {
-                print_verify_totals();
-            }
+            report_at_finalize(&Mpi, runtime, HOOKED_AT_INIT.load(Ordering::Relaxed));
         }
         comm::release_all();
     });
@@ -211,116 +119,6 @@ unsafe extern "C" fn on_finalize(
     // SAFETY: frees the hook's own keyval, no longer needed.
     unsafe { PMPI_Comm_free_keyval(&mut keyval) };
     MPI_SUCCESS as c_int
-}
-
-/// One summary for the whole job from world rank 0 (if every rank
-/// installed the hook at MPI_Init), else this rank's own; to stderr or to
-/// PCOLL_STATS_FILE (`<file>.<world rank>` for a rank's own).
-fn print_summary(local: &Stats, file: Option<&Path>) {
-    let text = local.to_text();
-    let mut summary = Summary::default();
-    if !HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        summary.add_rank(&text).expect("this rank's own table");
-        let file = file.map(|f| PathBuf::from(format!("{}.{}", f.display(), world_rank())));
-        deliver(&summary.render(&format!("{} (this rank only)", host_version())), file.as_deref());
-        return;
-    }
-    let Some(tables) = gather_text(&text) else { return };
-    for table in &tables {
-        if let Err(e) = summary.add_rank(table) {
-            say(&format!("pcoll: PCOLL_STATS: {e}\n"));
-        }
-    }
-    deliver(&summary.render(&host_version()), file);
-}
-
-/// PCOLL_VERIFY's count of compared calls and of those that differed,
-/// over the job (from world rank 0) or, as for the summary, this rank's.
-fn print_verify_totals() {
-    let mine = super::verify::totals();
-    let (totals, scope) = if HOOKED_AT_INIT.load(Ordering::Relaxed) {
-        let mut sum = [0u64; 3];
-        // SAFETY: three u64 from every rank (each installed the hook at MPI_Init) to world rank 0.
-        unsafe {
-            PMPI_Reduce(
-                mine.as_ptr().cast(),
-                sum.as_mut_ptr().cast(),
-                3,
-                RSMPI_UINT64_T,
-                RSMPI_SUM,
-                0,
-                RSMPI_COMM_WORLD,
-            )
-        };
-        if world_rank() != 0 {
-            return;
-        }
-        (sum, "all ranks".to_string())
-    } else {
-        (mine, format!("rank {} only", world_rank()))
-    };
-    say(&format!(
-        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope}); {} not comparable \
-         (user-defined operators on floating point, padded types, failed host calls)\n",
-        totals[0], totals[1], totals[2]
-    ));
-}
-
-/// Every rank's `text` at world rank 0 (`None` elsewhere).
-fn gather_text(text: &str) -> Option<Vec<String>> {
-    let (rank, mut size) = (world_rank(), 0);
-    let len = text.len() as c_int;
-    // SAFETY: reads the size of MPI_COMM_WORLD into a local.
-    unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
-    let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
-    // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
-    unsafe {
-        PMPI_Gather(
-            (&len as *const c_int).cast(),
-            1,
-            RSMPI_INT32_T,
-            lens.as_mut_ptr().cast(),
-            1,
-            RSMPI_INT32_T,
-            0,
-            RSMPI_COMM_WORLD,
-        )
-    };
-    let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
-    let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
-    // SAFETY: every rank sends its `len` bytes; the root receives them at
-    // `displs` in `all`, sized for the sum of the lengths.
-    unsafe {
-        PMPI_Gatherv(
-            super::handles::send_ptr(text.as_bytes()),
-            len,
-            super::shim::pcoll_dtype_byte(),
-            super::handles::recv_ptr(&mut all),
-            lens.as_ptr(),
-            displs.as_ptr(),
-            super::shim::pcoll_dtype_byte(),
-            0,
-            RSMPI_COMM_WORLD,
-        )
-    };
-    (rank == 0).then(|| {
-        lens.iter()
-            .zip(&displs)
-            .map(|(&l, &d)| String::from_utf8_lossy(&all[d as usize..(d + l) as usize]).into_owned())
-            .collect()
-    })
-}
-
-/// Writes the summary to `file`, or to stderr if none or if it cannot be
-/// written (saying why).
-fn deliver(summary: &str, file: Option<&Path>) {
-    match file.map(|f| (f, std::fs::write(f, summary))) {
-        None => say(summary),
-        Some((_, Ok(()))) => {}
-        Some((f, Err(e))) => {
-            say(&format!("pcoll: cannot write PCOLL_STATS_FILE={} ({e}); the summary:\n{summary}", f.display()))
-        }
-    }
 }
 
 /// First line of the host MPI's version string.

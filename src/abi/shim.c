@@ -4,10 +4,6 @@
 #include <float.h>
 #include <pthread.h>
 #include <stddef.h>
-#ifdef OPEN_MPI
-/* mpicc.openmpi puts <include>/openmpi on the include path. */
-#include "opal/datatype/opal_datatype.h"
-#endif
 
 /* Representation of an integer type from its size and signedness. */
 #define INT_REPR(T)                                                              \
@@ -167,13 +163,6 @@ void *pcoll_fortran_buffer(void *buf, int in_place_allowed)
 }
 #endif
 
-#ifdef OPEN_MPI
-int pcoll_dtype_committed(MPI_Datatype datatype)
-{
-    /* ompi_datatype_t begins with its opal_datatype_t. */
-    return (((const opal_datatype_t *)datatype)->flags & OPAL_DATATYPE_FLAG_COMMITTED) != 0;
-}
-#else
 /* A duplicate of MPI_COMM_SELF that returns errors instead of calling the
  * user's error handler: probing a datatype must not abort the job. */
 static MPI_Comm probe_comm = MPI_COMM_NULL;
@@ -185,10 +174,15 @@ static void create_probe_comm(void)
     PMPI_Comm_set_errhandler(probe_comm, MPI_ERRORS_RETURN);
 }
 
+/* MPI_Pack refuses an uncommitted datatype with MPI_ERR_TYPE even for zero
+ * elements, in MPICH 4.0 and Open MPI 4.1 alike (checked with an
+ * uncommitted vector and struct, committed derived types up to 8 MiB and
+ * the predefined types); zero elements move nothing and cannot overflow
+ * the buffer, so any other outcome means the type is committed. */
 int pcoll_dtype_committed(MPI_Datatype datatype)
 {
-    int size;
+    char in = 0, out[8];
+    int position = 0;
     pthread_once(&probe_once, create_probe_comm);
-    return PMPI_Pack_size(1, datatype, probe_comm, &size) == MPI_SUCCESS;
+    return PMPI_Pack(&in, 0, datatype, out, (int)sizeof out, &position, probe_comm) == MPI_SUCCESS;
 }
-#endif

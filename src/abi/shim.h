@@ -48,8 +48,8 @@ int pcoll_dtype_class(MPI_Datatype datatype, int *repr);
 int pcoll_op_code(MPI_Op op);
 
 /* Whether a (non-null) datatype is committed, as the host's collectives
- * require: Open MPI's datatype flag, or for MPICH whether MPI_Pack_size
- * (which refuses uncommitted types) accepts it. */
+ * require: whether MPI_Pack of zero elements (which refuses uncommitted
+ * types) accepts it; public API only, the same on every MPI. */
 int pcoll_dtype_committed(MPI_Datatype datatype);
 
 void *pcoll_in_place(void);

@@ -2,6 +2,7 @@
 //! point-to-point on the communicator's private duplicate.
 
 use crate::core::schedule::Xfer;
+use crate::driver::host::check;
 use crate::exec::{pieces, Buffers, RawBuffers, Transport};
 use crate::shm::wait::Backoff;
 use mpi_sys::*;
@@ -24,12 +25,9 @@ pub(super) struct PmpiTransport<'a> {
 }
 
 impl PmpiTransport<'_> {
-    pub(super) fn new(comm: MPI_Comm) -> PmpiTransport<'static> {
-        PmpiTransport { comm, ranks: None, requests: Vec::new() }
-    }
-
-    pub(super) fn mapped(comm: MPI_Comm, ranks: &[usize]) -> PmpiTransport<'_> {
-        PmpiTransport { comm, ranks: Some(ranks), requests: Vec::new() }
+    #[inline]
+    pub(super) fn new(comm: MPI_Comm, ranks: Option<&[usize]>) -> PmpiTransport<'_> {
+        PmpiTransport { comm, ranks, requests: Vec::new() }
     }
 }
 
@@ -91,13 +89,5 @@ impl PmpiTransport<'_> {
             }
         }
         Ok(())
-    }
-}
-
-pub(super) fn check(rc: c_int) -> Result<(), c_int> {
-    if rc == MPI_SUCCESS as c_int {
-        Ok(())
-    } else {
-        Err(rc)
     }
 }

@@ -3,6 +3,7 @@
 //! would be wasted work (for a tree Gatherv at scale, O(p log p)). Each
 //! communicator has its own cache, freed with it.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
@@ -55,9 +56,6 @@ impl Hasher for FastHasher {
 #[derive(Default)]
 pub struct ScheduleCache {
     entries: HashMap<u64, Entry, BuildHasherDefault<FastHasher>>,
-    /// The key of the entry the last lookup returned: a loop of identical
-    /// calls skips hashing.
-    last: Option<u64>,
     /// Lookups answered from the cache, and schedules built.
     pub hits: u64,
     pub builds: u64,
@@ -74,24 +72,29 @@ fn key(algo: &Algorithm, params: &Params, desc: &CallDesc, layout: &GatherLayout
 }
 
 impl ScheduleCache {
-    /// The schedule of `algo` for this call, built on first use.
+    /// The schedule of `algo` for this call, built on first use. `last`
+    /// is the key of the entry the thread's last lookup returned (kept in
+    /// [`super::thread::PerThread`]): a loop of identical calls skips
+    /// hashing. A key from another communicator's cache is only a hint:
+    /// the entry it finds here is used only if it is this call's.
     pub fn get(
         &mut self,
         algo: &'static Algorithm,
         params: &Params,
         desc: &CallDesc,
         layout: &GatherLayout,
+        last: &Cell<Option<u64>>,
     ) -> Arc<Schedule> {
         let same =
             |e: &Entry| std::ptr::eq(e.algo, algo) && e.desc == *desc && e.params == *params && e.layout == *layout;
-        if let Some(e) = self.last.and_then(|k| self.entries.get(&k)).filter(|e| same(e)) {
+        if let Some(e) = last.get().and_then(|k| self.entries.get(&k)).filter(|e| same(e)) {
             self.hits += 1;
             return Arc::clone(&e.schedule);
         }
         let k = key(algo, params, desc, layout);
         if let Some(e) = self.entries.get(&k).filter(|e| same(e)) {
             self.hits += 1;
-            self.last = Some(k);
+            last.set(Some(k));
             return Arc::clone(&e.schedule);
         }
         self.builds += 1;
@@ -103,7 +106,7 @@ impl ScheduleCache {
         let entry =
             Entry { algo, params: *params, desc: desc.clone(), layout: layout.clone(), schedule: schedule.clone() };
         self.entries.insert(k, entry);
-        self.last = Some(k);
+        last.set(Some(k));
         schedule
     }
 }
@@ -131,15 +134,20 @@ mod tests {
         };
         let mut cache = ScheduleCache::default();
         let none = GatherLayout::default();
-        let a = cache.get(rd, &Params::default(), &desc, &none);
-        let b = cache.get(rd, &Params::default(), &desc, &none);
+        let last = Cell::new(None);
+        let a = cache.get(rd, &Params::default(), &desc, &none, &last);
+        let b = cache.get(rd, &Params::default(), &desc, &none, &last);
         assert!(Arc::ptr_eq(&a, &b));
         let other = CallDesc { bytes: 128, ..desc.clone() };
-        let c = cache.get(rd, &Params::default(), &other, &none);
+        let c = cache.get(rd, &Params::default(), &other, &none, &last);
         assert_eq!(c.bytes_sent(), 2 * a.bytes_sent());
         assert_eq!((cache.hits, cache.builds), (1, 2));
+        // another thread's (or communicator's) hint finds the right schedule
+        let d = cache.get(rd, &Params::default(), &desc, &none, &Cell::new(last.get()));
+        assert!(Arc::ptr_eq(&a, &d));
+        assert_eq!((cache.hits, cache.builds), (2, 2));
         for bytes in 0..2 * CAPACITY {
-            cache.get(rd, &Params::default(), &CallDesc { bytes: 8 * bytes, ..desc.clone() }, &none);
+            cache.get(rd, &Params::default(), &CallDesc { bytes: 8 * bytes, ..desc.clone() }, &none, &last);
         }
         assert!(cache.entries.len() <= CAPACITY);
     }

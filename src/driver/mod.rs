@@ -1,5 +1,36 @@
-//! Per-call orchestration above selection: the schedule cache and the call
-//! statistics; later the planner.
+//! Per-call orchestration above selection, written against the [`Host`]
+//! trait, so that all of it runs in the unit tests without MPI (ranks as
+//! threads, see `tests`):
+//! - [`collectives`] and [`gatherv`]: from the user's arguments to an
+//!   outcome: classify them ([`classify`]; anything pcoll does not handle
+//!   goes to the host), plan the call ([`plan`]), agree on a Gatherv's
+//!   layout, pack non-dense datatypes ([`pack`]), run it;
+//! - [`dispatch`]: a schedule over the host's transport, a node algorithm
+//!   over the segment, a composition with its stage between nodes;
+//! - [`verify`]: PCOLL_VERIFY's comparison with the host's collectives;
+//! - [`comm`]: a communicator's state; [`thread`]: the one per-thread
+//!   struct of caches and the reentry guard; [`prepared`]: a thread's
+//!   last plans; [`cache`]: schedules; [`stats`]: call statistics;
+//!   [`runtime`]: the configuration and `pcoll_set_algorithm`'s choices;
+//!   [`calibrate`]: PCOLL_CALIBRATE.
 
 pub mod cache;
+pub mod calibrate;
+pub mod classify;
+pub mod collectives;
+pub mod comm;
+pub mod dispatch;
+pub mod gatherv;
+pub mod host;
+pub mod pack;
+pub mod plan;
+pub mod prepared;
+pub mod runtime;
 pub mod stats;
+pub mod thread;
+pub mod verify;
+
+pub use host::Host;
+
+#[cfg(test)]
+mod tests;

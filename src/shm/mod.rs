@@ -9,16 +9,21 @@
 //!   and cache hints ahead of a rank's own loads and stores;
 //! - [`PeerMemory`]: zero copy between the ranks' address spaces (the
 //!   addresses travel in the step protocol's published words);
-//! - [`wait`]: waiting that behaves where ranks outnumber cores.
+//! - [`wait`]: waiting that behaves where ranks outnumber cores;
+//! - [`os`]: mapping the segment and placing its pages, cross-memory
+//!   attach (the library's host layer decides who does what, with MPI);
+//! - [`threads`]: a heap segment and peer memory for ranks as threads
+//!   (tests).
 //!
-//! The segment and the OS calls come from the library's ABI layer; here
-//! everything is plain memory, so tests map a segment in a heap buffer and
-//! run ranks as threads.
+//! Apart from [`os`] everything is plain memory, so tests map a segment
+//! in a heap buffer and run ranks as threads.
 
+pub mod os;
 pub mod prefetch;
 pub mod segment;
 pub mod stream;
 pub mod team;
+pub mod threads;
 pub mod wait;
 
 /// Copies between this process and a peer's address space (Linux cross

@@ -11,45 +11,10 @@ use crate::adapt::Adaptation;
 use crate::core::gen::Rng;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch::Ahead;
-use crate::shm::segment::{Geometry, Segment, INLINE, LINES, PAGE};
+use crate::shm::segment::{Geometry, INLINE, LINES};
 use crate::shm::team::in_lines;
 use crate::shm::team::{NodeSettings, TeamState};
-use crate::shm::PeerMemory;
-
-/// A zeroed, page-aligned heap buffer standing in for the shared mapping.
-pub(super) struct HeapSegment {
-    /// The memory `seg` points into.
-    _mem: Vec<u8>,
-    pub seg: Segment,
-}
-
-impl HeapSegment {
-    pub(super) fn new(geo: Geometry) -> HeapSegment {
-        let mut mem = vec![0u8; geo.total_bytes() + PAGE];
-        let skew = mem.as_ptr().align_offset(PAGE);
-        // SAFETY: `mem` holds total_bytes after the alignment skew, zeroed,
-        // and lives as long as the segment (same struct, never resized).
-        let seg = unsafe { Segment::new(mem.as_mut_ptr().add(skew), geo) };
-        HeapSegment { _mem: mem, seg }
-    }
-}
-
-/// Peer memory between threads of one process: plain copies.
-pub(super) struct Threads;
-
-impl PeerMemory for Threads {
-    fn read(&self, _peer: usize, from: usize, into: &mut [u8]) {
-        // SAFETY: `from` is a buffer a peer thread published for this step
-        // and keeps alive and unwritten until every rank has finished it.
-        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, into.as_mut_ptr(), into.len()) }
-    }
-
-    fn write(&self, _peer: usize, to: usize, from: &[u8]) {
-        // SAFETY: `to` is a receive buffer a peer thread published, the
-        // range this rank's slice owns, alive until every rank has finished.
-        unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to as *mut u8, from.len()) }
-    }
-}
+use crate::shm::threads::{HeapSegment, Threads};
 
 /// Runs `body(rank, team)` on `p` threads sharing one segment, with the
 /// tests' small thresholds ([`TEST_SETTINGS`], [`test_memory`]); each

@@ -11,12 +11,15 @@
 //!   rank passes the root's recvcounts, displs and recvtype, so each rank
 //!   computes the layout itself and all decide alike.
 
-use super::comm;
-use super::entry::{comm_shape, execute, in_place, pack, plan, unpack, Outcome};
-use super::handles::{self, TypeLayout};
+use super::classify;
+use super::comm::{self, CommState};
+use super::dispatch::execute;
+use super::host::{Code, Host, Outcome, TypeLayout, SUCCESS};
+use super::pack::{pack, unpack};
+use super::plan::{decide, plan};
 use super::prepared::{self, Key, Prepared};
-use super::runtime::{self, Runtime};
-use super::transport::check;
+use super::runtime::Runtime;
+use super::thread::PerThread;
 use super::verify::{self, GatherRoot};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
@@ -24,14 +27,12 @@ use crate::exec::NoReduction;
 use crate::select::config::GathervMode;
 use crate::select::wire::{decode, encode, HEADER};
 use crate::select::Decision;
-use mpi_sys::*;
 use std::borrow::Cow;
-use std::cell::Cell;
-use std::os::raw::{c_int, c_void};
+use std::ffi::c_void;
 use Outcome::{Done, Forward};
 
 /// Where the blocks go at the root, in bytes.
-struct Layout {
+pub struct Layout {
     ty: TypeLayout,
     layout: GatherLayout,
     /// Byte offset of the lowest block from `recvbuf` (dense case).
@@ -56,41 +57,50 @@ unsafe fn blocks<'a, C: Copy + Into<i64> + 'a, D: Copy + Into<i64> + 'a>(
     counts.iter().zip(displs).map(|(&c, &d)| (c.into(), d.into()))
 }
 
-/// The last arguments this thread turned into a layout, and the layout: a
-/// loop of Gatherv calls with the same recvcounts, displs and receive type
-/// (by its layout, not its handle, which MPI may reuse) computes and
-/// allocates nothing.
+/// The last arguments this thread turned into a layout, and the layout (in
+/// [`PerThread`]): a loop of Gatherv calls with the same recvcounts,
+/// displs and receive type (by its layout, not its handle, which MPI may
+/// reuse) computes and allocates nothing.
 #[derive(Default)]
-struct LayoutMemo {
+pub struct LayoutMemo {
     args: Vec<(i64, i64)>,
     layout: Option<Layout>,
 }
 
-thread_local! {
-    static LAYOUT_MEMO: Cell<LayoutMemo> = Cell::default();
+impl LayoutMemo {
+    pub const fn new() -> LayoutMemo {
+        LayoutMemo { args: Vec::new(), layout: None }
+    }
 }
 
-/// The thread's memo while a call uses it, put back when the call ends (a
-/// Gatherv run from inside another on the thread finds none and computes).
-struct TakenMemo(LayoutMemo);
+/// The thread's memo while a call uses it, put back when the call ends.
+struct TakenMemo<'a, H: Host>(&'a PerThread<H>, LayoutMemo);
 
-impl Drop for TakenMemo {
+impl<'a, H: Host> TakenMemo<'a, H> {
+    fn new(t: &'a PerThread<H>) -> Self {
+        TakenMemo(t, t.layout.take())
+    }
+}
+
+impl<H: Host> Drop for TakenMemo<'_, H> {
     fn drop(&mut self) {
-        LAYOUT_MEMO.set(std::mem::take(&mut self.0));
+        self.0.layout.set(std::mem::take(&mut self.1));
     }
 }
 
 /// The byte layout of `blocks` of `recvtype`, from `memo` when it has the
 /// same arguments.
-fn layout_of(
+fn layout_of<'m, H: Host>(
+    host: &H,
+    t: &PerThread<H>,
     blocks: impl Iterator<Item = (i64, i64)> + Clone,
-    recvtype: MPI_Datatype,
-    memo: &mut LayoutMemo,
-) -> Result<&Layout, &'static str> {
-    if !handles::is_usable_type(recvtype) {
+    recvtype: H::Datatype,
+    memo: &'m mut LayoutMemo,
+) -> Result<&'m Layout, &'static str> {
+    if !classify::is_usable_type(host, t, recvtype) {
         return Err("invalid receive type");
     }
-    let ty = handles::layout(recvtype);
+    let ty = classify::layout(host, t, recvtype);
     // The memo only ever holds arguments that passed the checks below.
     let same = memo.layout.as_ref().is_some_and(|l| l.ty == ty) && memo.args.iter().copied().eq(blocks.clone());
     if !same {
@@ -150,22 +160,18 @@ fn layout_or_none(known: Option<&Layout>) -> Cow<'_, GatherLayout> {
 }
 
 /// The root broadcasts its decision and layout; returns them at every rank.
-fn agree(
-    private: MPI_Comm,
+fn agree<'l, H: Host>(
+    host: &H,
+    state: &CommState<H>,
     root: usize,
     size: usize,
-    mine: Option<(Decision, &GatherLayout)>,
-) -> Result<(Decision, Cow<'_, GatherLayout>), c_int> {
+    mine: Option<(Decision, &'l GatherLayout)>,
+) -> Result<(Decision, Cow<'l, GatherLayout>), Code> {
     let mut words = match &mine {
         Some((decision, layout)) => encode(decision, layout),
         None => vec![0u64; HEADER + 2 * size],
     };
-    let bytes = words.len() * 8;
-    // SAFETY: `words` holds the same number of bytes at every rank; the
-    // private communicator carries only pcoll's traffic.
-    check(unsafe {
-        PMPI_Bcast(words.as_mut_ptr().cast(), bytes as c_int, super::shim::pcoll_dtype_byte(), root as c_int, private)
-    })?;
+    host.bcast_words(state, &mut words, root)?;
     Ok(match mine {
         Some((decision, layout)) => (decision, Cow::Borrowed(layout)),
         None => {
@@ -177,42 +183,53 @@ fn agree(
 
 /// Runs a planned Gatherv: `layout` is what this rank knows of the
 /// blocks; the root's receive region and layout come with `at_root`.
-fn run_planned(
+fn run_planned<H: Host>(
+    host: &H,
     rt: &Runtime,
-    prepared: &Prepared,
+    t: &PerThread<H>,
+    prepared: &Prepared<H>,
     send: Option<&[u8]>,
-    at_root: Option<GatherRoot<'_>>,
+    at_root: Option<GatherRoot<'_, H>>,
     layout: &GatherLayout,
-) -> c_int {
+) -> Code {
     let (state, call) = (prepared.state(), &prepared.call);
     let layout = at_root.as_ref().map_or(layout, |r| r.layout);
-    verify::gatherv(rt, state.private, call, send, at_root, |recv| {
-        execute(rt, state, call, layout, send, recv, &NoReduction)
+    verify::gatherv(host, rt, state, call, send, at_root, |recv| {
+        execute(host, rt, t, state, call, layout, send, recv, &NoReduction)
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
+/// The user's Gatherv arguments (recvcounts and displs as each interface
+/// has them: int in C, MPI_Count and MPI_Aint for large counts).
+pub struct GathervArgs<H: Host, C, D> {
+    pub sendbuf: *const c_void,
+    pub sendcount: i64,
+    pub sendtype: H::Datatype,
+    pub recvbuf: *mut c_void,
+    pub recvcounts: *const C,
+    pub displs: *const D,
+    pub recvtype: H::Datatype,
+    pub root: i32,
+    pub comm: H::Comm,
+}
+
+#[inline]
+pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
+    host: &H,
     rt: &Runtime,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const C,
-    displs: *const D,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
+    t: &PerThread<H>,
+    a: GathervArgs<H, C, D>,
 ) -> Outcome {
+    let GathervArgs { sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm } = a;
     let key = Key {
         comm,
         count: sendcount,
         datatype: sendtype,
         op: None,
         root: root.into(),
-        in_place: sendbuf == in_place(),
+        in_place: sendbuf == host.in_place(),
     };
-    if let Some(prepared) = prepared::recall(rt, Coll::Gatherv, &key) {
+    if let Some(prepared) = prepared::recall(host, rt, t, Coll::Gatherv, &key) {
         // remembered for dense send types (or none at an in-place root)
         let desc = &prepared.call.desc;
         if !desc.in_place && sendbuf.is_null() && desc.bytes > 0 {
@@ -221,24 +238,24 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         // SAFETY: a dense send buffer of `sendcount` elements is `bytes` contiguous bytes.
         let send = (!desc.in_place).then(|| unsafe { slice_or_empty(sendbuf, desc.bytes) });
         if desc.rank != desc.root {
-            return Done(run_planned(rt, &prepared, send, None, &GatherLayout::default()));
+            return Done(run_planned(host, rt, t, &prepared, send, None, &GatherLayout::default()));
         }
         if recvcounts.is_null() || displs.is_null() {
             return Forward("null recvcounts or displs");
         }
         // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
         let args = unsafe { blocks(recvcounts, displs, desc.size) };
-        let mut memo = TakenMemo(LAYOUT_MEMO.take());
-        let plan = match layout_of(args.clone(), recvtype, &mut memo.0) {
+        let mut memo = TakenMemo::new(t);
+        let plan = match layout_of(host, t, args.clone(), recvtype, &mut memo.1) {
             Ok(plan) => plan,
             Err(why) => return Forward(why),
         };
         if let Err(why) = check_root_block(desc.in_place, desc.bytes, plan, desc.rank) {
             return Forward(why);
         }
-        return at_root(rt, &prepared, send, plan, args, (recvbuf, recvtype, comm));
+        return at_root(host, rt, t, &prepared, send, plan, args, (recvbuf, recvtype, comm));
     }
-    let Some((rank, size)) = comm_shape(comm) else { return Forward("communicator") };
+    let Some((rank, size)) = comm::shape(host, t, comm) else { return Forward("communicator") };
     if root < 0 || root as usize >= size {
         return Forward("invalid root");
     }
@@ -253,15 +270,15 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     // comm-size entries; in the aggressive mode the user promises that of
     // every rank.
     let args = (is_root || (aggressive && has_args)).then(|| unsafe { blocks(recvcounts, displs, size) });
-    let in_place = is_root && sendbuf == in_place();
-    if !in_place && (sendcount < 0 || !handles::is_usable_type(sendtype)) {
+    let in_place = is_root && sendbuf == host.in_place();
+    if !in_place && (sendcount < 0 || !classify::is_usable_type(host, t, sendtype)) {
         return Forward("invalid send arguments");
     }
-    let send_ty = (!in_place).then(|| handles::layout(sendtype));
+    let send_ty = (!in_place).then(|| classify::layout(host, t, sendtype));
     let my_bytes = send_ty.map_or(0, |t| sendcount as usize * t.size);
-    let mut memo = TakenMemo(LAYOUT_MEMO.take());
+    let mut memo = TakenMemo::new(t);
     let known = match args.clone() {
-        Some(blocks) => match layout_of(blocks, recvtype, &mut memo.0) {
+        Some(blocks) => match layout_of(host, t, blocks, recvtype, &mut memo.1) {
             Ok(layout) => Some(layout),
             Err(why) if is_root => return Forward(why),
             Err(_) => None,
@@ -276,8 +293,8 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
         return Forward("null buffer");
     }
-    let epoch = comm::epoch();
-    let state = match comm::state(comm) {
+    let epoch = host.epoch();
+    let state = match comm::state(host, t, comm) {
         Ok(state) => state,
         Err(rc) => return Done(rc),
     };
@@ -294,7 +311,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     };
 
     // The decision, and the layout this rank builds its schedule from.
-    let decide = |bytes| rt.decide(&desc, bytes);
+    let decide = |bytes| decide(rt, t, &desc, bytes);
     let everywhere = |d: &Decision| matches!(d, Decision::Run(a, ..) if a.layout_everywhere);
     // Whether this rank decided alone, from what it will know again at the
     // next call with the same arguments.
@@ -303,7 +320,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         let d = decide(known.map(|k| largest(&k.layout)));
         if known.is_none() && (everywhere(&d) || matches!(d, Decision::NeedsLayout)) {
             // this rank cannot take part in the agreed algorithm
-            runtime::abort_job(&format!(
+            host.abort(&format!(
                 "pcoll: MPI_Gatherv with PCOLL_GATHERV_MODE=aggressive: rank {rank} passes no valid recvcounts, \
                  displs and recvtype, which that mode requires of every rank; aborting\n"
             ));
@@ -324,7 +341,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
                     };
                     (d, &k.layout)
                 });
-                match agree(state.private, root, size, mine) {
+                match agree(host, state, root, size, mine) {
                     Ok(agreed) => agreed,
                     Err(rc) => return Done(rc),
                 }
@@ -333,7 +350,7 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
     };
     if !is_root && layout.blocks.len() == size && layout.blocks[rank].1 != my_bytes {
         // the ranks disagree on the message sizes
-        runtime::abort_job(&format!(
+        host.abort(&format!(
             "pcoll: MPI_Gatherv: rank {rank} sends {my_bytes} bytes but the root's recvcounts expect {}: erroneous \
              program; aborting\n",
             layout.blocks[rank].1
@@ -344,25 +361,25 @@ pub(super) fn gatherv<C: Copy + Into<i64>, D: Copy + Into<i64>>(
         Err(why) => return Forward(why),
     };
     let prepared = Prepared::new(state, call, None);
-    if alone && send_ty.is_none_or(|t| t.dense && handles::is_predefined_type(sendtype)) {
-        prepared::remember(rt, Coll::Gatherv, key, epoch, &prepared);
+    if alone && send_ty.is_none_or(|ty| ty.dense && classify::is_predefined_type(host, t, sendtype)) {
+        prepared::remember(rt, t, Coll::Gatherv, key, epoch, &prepared);
     }
 
     let packed_send;
     let send: Option<&[u8]> = match send_ty {
         None => None,
-        Some(t) if t.dense => {
+        Some(ty) if ty.dense => {
             // SAFETY: a dense send buffer of `sendcount` elements is `my_bytes` contiguous bytes.
             Some(unsafe { slice_or_empty(sendbuf, my_bytes) })
         }
-        Some(ref t) => {
-            packed_send = pack(sendbuf, sendcount, sendtype, t, comm);
+        Some(ref ty) => {
+            packed_send = pack(host, sendbuf, sendcount, sendtype, ty, comm);
             Some(&packed_send)
         }
     };
     match (known.filter(|_| is_root), args) {
-        (Some(plan), Some(args)) => at_root(rt, &prepared, send, plan, args, (recvbuf, recvtype, comm)),
-        _ => Done(run_planned(rt, &prepared, send, None, &layout)),
+        (Some(plan), Some(args)) => at_root(host, rt, t, &prepared, send, plan, args, (recvbuf, recvtype, comm)),
+        _ => Done(run_planned(host, rt, t, &prepared, send, None, &layout)),
     }
 }
 
@@ -377,17 +394,20 @@ fn check_root_block(in_place: bool, my_bytes: usize, plan: &Layout, root: usize)
 /// The root's part of a planned Gatherv: the blocks go straight into
 /// `recvbuf` (a dense receive type), or into staging and are unpacked
 /// into place (`args`: each rank's count and displacement).
-fn at_root(
+#[allow(clippy::too_many_arguments)]
+fn at_root<H: Host>(
+    host: &H,
     rt: &Runtime,
-    prepared: &Prepared,
+    t: &PerThread<H>,
+    prepared: &Prepared<H>,
     send: Option<&[u8]>,
     plan: &Layout,
     args: impl Iterator<Item = (i64, i64)>,
-    (recvbuf, recvtype, comm): (*mut c_void, MPI_Datatype, MPI_Comm),
+    (recvbuf, recvtype, comm): (*mut c_void, H::Datatype, H::Comm),
 ) -> Outcome {
     let desc = &prepared.call.desc;
     let gather_root = |recv| GatherRoot { recv, layout: &plan.layout, recvtype, size: plan.ty.size };
-    let run = |recv| run_planned(rt, prepared, send, Some(gather_root(recv)), &plan.layout);
+    let run = |recv| run_planned(host, rt, t, prepared, send, Some(gather_root(recv)), &plan.layout);
     if plan.ty.dense {
         // SAFETY: the blocks lie in the user's receive buffer, which spans
         // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.
@@ -398,13 +418,35 @@ fn at_root(
     // block into place.
     let mut staging = vec![0u8; plan.span];
     let rc = run(&mut staging);
-    if rc == MPI_SUCCESS as c_int {
+    if rc == SUCCESS {
         for (peer, ((count, displ), &(off, len))) in args.zip(&plan.layout.blocks).enumerate() {
             if len > 0 && !(desc.in_place && peer == desc.root) {
                 let dst = recvbuf.cast::<u8>().wrapping_offset(displ as isize * plan.ty.extent);
-                unpack(&staging[off..off + len], dst.cast(), count, recvtype, &plan.ty, comm);
+                unpack(host, &staging[off..off + len], dst.cast(), count, recvtype, &plan.ty, comm);
             }
         }
     }
     Done(rc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_layouts_start_at_the_lowest_block_and_skip_empty_ones() {
+        let ty = TypeLayout { size: 4, extent: 4, dense: true };
+        let l = compute_layout(&[(2, 5), (0, 0), (1, 3), (3, 7)], ty);
+        assert_eq!(l.base, 12);
+        assert_eq!(l.layout.blocks, vec![(8, 8), (0, 0), (0, 4), (16, 12)]);
+        assert_eq!(l.span, 28 + 12 - 12);
+    }
+
+    #[test]
+    fn staged_layouts_pack_the_blocks_in_rank_order() {
+        let ty = TypeLayout { size: 4, extent: 8, dense: false };
+        let l = compute_layout(&[(2, 9), (0, 0), (1, 3)], ty);
+        assert_eq!(l.layout.blocks, vec![(0, 8), (8, 0), (8, 4)]);
+        assert_eq!((l.base, l.span), (0, 12));
+    }
 }

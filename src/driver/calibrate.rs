@@ -4,21 +4,22 @@
 //! model's parameters for this job, ready for `pcoll model --model`.
 
 use super::comm;
-use super::runtime;
-use super::transport::PmpiTransport;
+use super::host::Host;
+use super::runtime::say;
+use super::thread::PerThread;
 use crate::core::cost_model::CostModel;
+use crate::core::schedule::Schedule;
 use crate::core::types::{Elem, ReduceOp};
 use crate::exec::calibrate::{self, burst, fit, median, ping_pong, Timings, LARGE, SMALL};
 use crate::exec::kernels;
-use crate::exec::{run, Buffers, NoReduction};
-use mpi_sys::*;
+use crate::exec::{run, Buffers, NoReduction, Transport};
 use std::time::Instant;
 
 /// Samples per measurement (the median is kept).
 const SAMPLES: usize = 7;
 
 /// Seconds one run of `sched` takes on this rank.
-fn timed(transport: &mut PmpiTransport, sched: &crate::core::schedule::Schedule, buf: &mut [u8]) -> f64 {
+fn timed<T: Transport>(transport: &mut T, sched: &Schedule, buf: &mut [u8]) -> f64 {
     let start = Instant::now();
     let mut bufs = Buffers { send: None, recv: buf, scratch: &mut [] };
     if run(sched, &mut bufs, transport, &NoReduction).is_err() {
@@ -34,23 +35,13 @@ fn sample(mut f: impl FnMut() -> f64) -> f64 {
 }
 
 /// Runs the calibration; collective over MPI_COMM_WORLD.
-pub(super) fn calibrate() {
-    let Ok(state) = comm::state(
-        // SAFETY: reads the MPI_COMM_WORLD handle.
-        unsafe { RSMPI_COMM_WORLD },
-    ) else {
-        return;
-    };
-    let (mut rank, mut size) = (0, 0);
-    // SAFETY: the private duplicate of MPI_COMM_WORLD; out-pointers are locals.
-    unsafe {
-        PMPI_Comm_rank(state.private, &mut rank);
-        PMPI_Comm_size(state.private, &mut size);
-    }
+pub fn calibrate<H: Host>(host: &H, t: &PerThread<H>) {
+    let Ok(state) = comm::state(host, t, host.world()) else { return };
+    let (rank, size) = (state.rank, state.size);
     if rank < 2 && size >= 2 {
-        let peer = (1 - rank) as usize;
+        let peer = 1 - rank;
         let first = rank == 0;
-        let mut transport = PmpiTransport::new(state.private);
+        let mut transport = host.transport(state, None);
         let mut buf = vec![0u8; LARGE.max(calibrate::BURST * SMALL)];
         let reps = 100;
         let small = ping_pong(peer, first, SMALL, reps);
@@ -77,13 +68,13 @@ pub(super) fn calibrate() {
         if rank == 0 {
             let model = fit(&t, &CostModel::CLUSTER);
             log::info!("calibration timings: {t:?}");
-            runtime::say(&format!(
+            say(&format!(
                 "pcoll calibration (world ranks 0 and 1, {size} ranks, {}): {model}\n\
                  pcoll calibration: predict with `pcoll model --model {model}`\n",
-                runtime::host_version()
+                host.version()
             ));
         }
     }
-    // SAFETY: every rank takes part; the others wait for the two that measure.
-    unsafe { PMPI_Barrier(state.private) };
+    // every rank takes part; the others wait for the two that measure
+    let _ = host.barrier(state);
 }

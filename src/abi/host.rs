@@ -1,0 +1,441 @@
+//! The host MPI behind the driver's [`Host`] trait: PMPI calls on handles,
+//! on the private duplicates of the user's communicators, and on the
+//! node's resources.
+
+use super::comm::{self, MpiComm};
+use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
+use super::transport::PmpiTransport;
+use super::window::Leaders;
+use super::{runtime, THREAD};
+use crate::algos::multinode::OneSided;
+use crate::core::types::{Elem, ReduceOp, TypeClass};
+use crate::driver::comm::CommState;
+use crate::driver::host::{check, Code, OpKind, Repr, TypeKind, TypeLayout};
+use crate::driver::thread::PerThread;
+use crate::driver::Host;
+use crate::shm::segment::Segment;
+use crate::shm::PeerMemory;
+use mpi_sys::*;
+use std::os::raw::{c_char, c_int, c_void};
+
+/// The host MPI, reached through PMPI.
+#[derive(Clone, Copy)]
+pub(super) struct Mpi;
+
+pub(super) type State = CommState<Mpi>;
+
+/// The pointers to pass PMPI for a send and a receive buffer. An empty
+/// slice's is 0x1, which is Open MPI's MPI_IN_PLACE (its Gatherv refuses
+/// that as a non-root's send buffer), so an empty buffer points at a real
+/// byte instead, never accessed (its count is 0).
+static SPARE: u8 = 0;
+
+pub(super) fn send_ptr(buf: &[u8]) -> *const c_void {
+    if buf.is_empty() {
+        &SPARE as *const u8 as *const c_void
+    } else {
+        buf.as_ptr().cast()
+    }
+}
+
+pub(super) fn recv_ptr(buf: &mut [u8]) -> *mut c_void {
+    if buf.is_empty() {
+        &SPARE as *const u8 as *mut c_void
+    } else {
+        buf.as_mut_ptr().cast()
+    }
+}
+
+fn byte() -> MPI_Datatype {
+    // SAFETY: returns the MPI_BYTE handle.
+    unsafe { shim::pcoll_dtype_byte() }
+}
+
+/// A machine representation of the shim's.
+fn repr_of(rep: repr::Type) -> Repr {
+    Repr::Elem(match rep {
+        repr::PCOLL_REPR_I8 => Elem::I8,
+        repr::PCOLL_REPR_U8 => Elem::U8,
+        repr::PCOLL_REPR_I16 => Elem::I16,
+        repr::PCOLL_REPR_U16 => Elem::U16,
+        repr::PCOLL_REPR_I32 => Elem::I32,
+        repr::PCOLL_REPR_U32 => Elem::U32,
+        repr::PCOLL_REPR_I64 => Elem::I64,
+        repr::PCOLL_REPR_U64 => Elem::U64,
+        repr::PCOLL_REPR_F32 => Elem::F32,
+        repr::PCOLL_REPR_F64 => Elem::F64,
+        repr::PCOLL_REPR_BOOL => Elem::Bool,
+        repr::PCOLL_REPR_C32 => Elem::C32,
+        repr::PCOLL_REPR_C64 => Elem::C64,
+        repr::PCOLL_REPR_F32_I32 => Elem::F32I32,
+        repr::PCOLL_REPR_F64_I32 => Elem::F64I32,
+        repr::PCOLL_REPR_I64_I32 => Elem::I64I32,
+        repr::PCOLL_REPR_I32_I32 => Elem::I32I32,
+        repr::PCOLL_REPR_I16_I32 => Elem::I16I32,
+        repr::PCOLL_REPR_F80 => return Repr::F80,
+        repr::PCOLL_REPR_C80 => return Repr::C80,
+        _ => return Repr::Unknown,
+    })
+}
+
+/// Calls `f(address, count, datatype)` naming `n` elements that start
+/// `offset` bytes from a user buffer. MPICH's MPI_Pack and MPI_Unpack
+/// refuse a NULL buffer (MPI_BOTTOM with a datatype of absolute
+/// addresses), so for NULL the same bytes are named from a non-null base
+/// through a temporary struct type whose displacement cancels the base.
+fn with_elements(
+    buf: *mut c_void,
+    offset: isize,
+    n: usize,
+    datatype: MPI_Datatype,
+    f: impl FnOnce(*mut c_void, c_int, MPI_Datatype),
+) {
+    if !buf.is_null() {
+        return f(buf.cast::<u8>().wrapping_offset(offset).cast(), n as c_int, datatype);
+    }
+    static BASE: u8 = 0;
+    let base = std::ptr::addr_of!(BASE) as *mut c_void;
+    let (blocklength, displacement) = (n as c_int, (offset - base as isize) as MPI_Aint);
+    let mut run_type = datatype;
+    // SAFETY: one block of n elements at an absolute address (base +
+    // displacement = the user's address); the type is freed after use.
+    unsafe {
+        PMPI_Type_create_struct(1, &blocklength, &displacement, &datatype, &mut run_type);
+        PMPI_Type_commit(&mut run_type);
+    }
+    f(base, 1, run_type);
+    // SAFETY: the temporary type created above.
+    unsafe { PMPI_Type_free(&mut run_type) };
+}
+
+impl Host for Mpi {
+    type Comm = MPI_Comm;
+    type Datatype = MPI_Datatype;
+    type Op = MPI_Op;
+    type Private = MpiComm;
+    type Leaders = Leaders;
+    type Transport<'a> = PmpiTransport<'a>;
+
+    #[inline]
+    fn with_thread<R>(f: impl FnOnce(&PerThread<Mpi>) -> R) -> R {
+        THREAD.with(f)
+    }
+
+    fn comm_shape(&self, comm: MPI_Comm) -> Option<(usize, usize)> {
+        // SAFETY: reads the handle constant.
+        if comm == unsafe { RSMPI_COMM_NULL } {
+            return None;
+        }
+        let (mut inter, mut rank, mut size) = (0, 0, 0);
+        // SAFETY: `comm` is a non-null communicator handle from the user; out-pointers are locals.
+        unsafe {
+            if PMPI_Comm_test_inter(comm, &mut inter) != MPI_SUCCESS as c_int || inter != 0 {
+                return None;
+            }
+            PMPI_Comm_rank(comm, &mut rank);
+            PMPI_Comm_size(comm, &mut size);
+        }
+        Some((rank as usize, size as usize))
+    }
+
+    #[inline]
+    fn epoch(&self) -> u64 {
+        comm::epoch()
+    }
+
+    fn find_state<'a>(&self, comm: MPI_Comm) -> Option<&'a State> {
+        comm::find(comm)
+    }
+
+    fn create_state<'a>(&self, comm: MPI_Comm) -> Result<&'a State, Code> {
+        comm::create(comm)
+    }
+
+    fn world(&self) -> MPI_Comm {
+        // SAFETY: reads the MPI_COMM_WORLD handle.
+        unsafe { RSMPI_COMM_WORLD }
+    }
+
+    fn bcast_words(&self, state: &State, words: &mut [u64], root: usize) -> Result<(), Code> {
+        // SAFETY: `words` holds the same number of words at every rank; the
+        // private communicator carries only pcoll's traffic.
+        check(unsafe {
+            PMPI_Bcast(
+                words.as_mut_ptr().cast(),
+                words.len() as c_int,
+                RSMPI_UINT64_T,
+                root as c_int,
+                state.host.private,
+            )
+        })
+    }
+
+    fn barrier(&self, state: &State) -> Result<(), Code> {
+        // SAFETY: a collective on the private communicator, every rank alike.
+        check(unsafe { PMPI_Barrier(state.host.private) })
+    }
+
+    #[inline]
+    fn transport<'a>(&self, state: &'a State, ranks: Option<&'a [usize]>) -> PmpiTransport<'a> {
+        PmpiTransport::new(state.host.private, ranks)
+    }
+
+    #[inline]
+    fn node_memory<'a>(&self, state: &'a State) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)> {
+        let node = &state.host;
+        node.mapping.as_ref().map(|m| (&m.seg, node.cma.as_ref().map(|c| c as &dyn PeerMemory)))
+    }
+
+    fn one_sided<'a>(
+        &self,
+        state: &State,
+        leaders: &'a mut Leaders,
+        leader: bool,
+        bytes: usize,
+    ) -> Option<&'a mut dyn OneSided> {
+        let node = state.node.node_of[state.rank];
+        leaders.window(state.host.private, leader, node, bytes).map(|w| w as &mut dyn OneSided)
+    }
+
+    #[inline]
+    fn in_place(&self) -> *const c_void {
+        // SAFETY: returns the MPI_IN_PLACE constant.
+        unsafe { shim::pcoll_in_place() }
+    }
+
+    fn type_kind(&self, datatype: MPI_Datatype) -> TypeKind {
+        let mut rep: c_int = 0;
+        // SAFETY: the shim only compares the handle with the predefined ones.
+        let cls = unsafe { shim::pcoll_dtype_class(datatype, &mut rep) } as class::Type;
+        let class = match cls {
+            class::PCOLL_CLASS_NULL => return TypeKind::Null,
+            class::PCOLL_CLASS_DERIVED => return TypeKind::Derived,
+            class::PCOLL_CLASS_C_INTEGER => Some(TypeClass::CInteger),
+            class::PCOLL_CLASS_FORTRAN_INTEGER => Some(TypeClass::FortranInteger),
+            class::PCOLL_CLASS_MULTI_LANGUAGE => Some(TypeClass::MultiLanguage),
+            class::PCOLL_CLASS_FLOATING => Some(TypeClass::Floating),
+            class::PCOLL_CLASS_LOGICAL => Some(TypeClass::Logical),
+            class::PCOLL_CLASS_COMPLEX => Some(TypeClass::Complex),
+            class::PCOLL_CLASS_BYTE => Some(TypeClass::Byte),
+            class::PCOLL_CLASS_PAIR => Some(TypeClass::Pair),
+            _ => None,
+        };
+        TypeKind::Predefined { class, repr: repr_of(rep as repr::Type) }
+    }
+
+    fn type_layout(&self, datatype: MPI_Datatype) -> TypeLayout {
+        let (mut size, mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0, 0);
+        // SAFETY: the out-pointers are valid locals; the handle is not null.
+        unsafe {
+            PMPI_Type_size(datatype, &mut size);
+            PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
+            PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
+        }
+        let size_a = size as MPI_Aint;
+        // MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI.
+        #[allow(clippy::unnecessary_cast)]
+        TypeLayout {
+            size: size.max(0) as usize,
+            extent: extent as isize,
+            dense: lb == 0 && true_lb == 0 && extent == size_a && true_extent == size_a,
+        }
+    }
+
+    fn type_committed(&self, datatype: MPI_Datatype) -> bool {
+        // SAFETY: a non-null derived datatype handle from the user.
+        unsafe { shim::pcoll_dtype_committed(datatype) != 0 }
+    }
+
+    fn type_name(&self, datatype: MPI_Datatype) -> String {
+        let mut buf = vec![0 as c_char; MPI_MAX_OBJECT_NAME as usize + 1];
+        let mut len = 0;
+        // SAFETY: `buf` holds MPI_MAX_OBJECT_NAME characters and a terminator.
+        unsafe { PMPI_Type_get_name(datatype, buf.as_mut_ptr(), &mut len) };
+        let name: Vec<u8> = buf[..len.max(0) as usize].iter().map(|&c| c as u8).collect();
+        match String::from_utf8_lossy(&name).trim_end_matches('\0') {
+            "" => "(unnamed datatype)".to_string(),
+            name => name.to_string(),
+        }
+    }
+
+    fn op_kind(&self, op: MPI_Op) -> OpKind {
+        // SAFETY: plain handle comparison in the shim.
+        OpKind::Predefined(match unsafe { shim::pcoll_op_code(op) } as opc::Type {
+            opc::PCOLL_OP_USER => return OpKind::User,
+            opc::PCOLL_OP_MAX => ReduceOp::Max,
+            opc::PCOLL_OP_MIN => ReduceOp::Min,
+            opc::PCOLL_OP_SUM => ReduceOp::Sum,
+            opc::PCOLL_OP_PROD => ReduceOp::Prod,
+            opc::PCOLL_OP_LAND => ReduceOp::Land,
+            opc::PCOLL_OP_BAND => ReduceOp::Band,
+            opc::PCOLL_OP_LOR => ReduceOp::Lor,
+            opc::PCOLL_OP_BOR => ReduceOp::Bor,
+            opc::PCOLL_OP_LXOR => ReduceOp::Lxor,
+            opc::PCOLL_OP_BXOR => ReduceOp::Bxor,
+            opc::PCOLL_OP_MINLOC => ReduceOp::MinLoc,
+            opc::PCOLL_OP_MAXLOC => ReduceOp::MaxLoc,
+            _ => return OpKind::Other,
+        })
+    }
+
+    fn op_commutative(&self, op: MPI_Op) -> bool {
+        let mut commute: c_int = 0;
+        // SAFETY: `op` is a user operator handle; `commute` is a valid local.
+        unsafe { PMPI_Op_commutative(op, &mut commute) };
+        commute != 0
+    }
+
+    fn op_sum(&self) -> MPI_Op {
+        // SAFETY: reads the MPI_SUM constant.
+        unsafe { RSMPI_SUM }
+    }
+
+    fn reduce_local(&self, op: MPI_Op, datatype: MPI_Datatype, src: &[u8], dst: &mut [u8], count: usize) {
+        // SAFETY: both slices hold `count` whole elements of `datatype`.
+        unsafe { PMPI_Reduce_local(src.as_ptr().cast(), dst.as_mut_ptr().cast(), count as c_int, datatype, op) };
+    }
+
+    fn pack(
+        &self,
+        buf: *const c_void,
+        offset: isize,
+        n: usize,
+        datatype: MPI_Datatype,
+        out: &mut [u8],
+        comm: MPI_Comm,
+    ) -> usize {
+        let mut position: c_int = 0;
+        with_elements(buf.cast_mut(), offset, n, datatype, |src, n, dt| {
+            // SAFETY: `out` holds the n × size bytes the host packs n
+            // elements into (homogeneous native format); `src` names
+            // elements of the user's buffer.
+            unsafe { PMPI_Pack(src, n, dt, out.as_mut_ptr().cast(), out.len() as c_int, &mut position, comm) };
+        });
+        position as usize
+    }
+
+    fn unpack(&self, packed: &[u8], buf: *mut c_void, offset: isize, n: usize, datatype: MPI_Datatype, comm: MPI_Comm) {
+        let mut position: c_int = 0;
+        with_elements(buf, offset, n, datatype, |dst, n, dt| {
+            // SAFETY: `packed` holds what `pack` produced for these
+            // elements; `dst` names them in the user's buffer.
+            unsafe { PMPI_Unpack(packed.as_ptr().cast(), packed.len() as c_int, &mut position, dst, n, dt, comm) };
+        });
+    }
+
+    fn reference_reduce(
+        &self,
+        state: &State,
+        root: Option<usize>,
+        send: &[u8],
+        recv: &mut [u8],
+        count: usize,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+    ) -> Result<(), Code> {
+        let (from, to, n, comm) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int, state.host.private);
+        // SAFETY: `send` holds `count` elements of `datatype`; `recv` has
+        // room for as many where the result is defined (every rank of an
+        // Allreduce, the root of a Reduce), and is ignored elsewhere.
+        check(unsafe {
+            match root {
+                None => PMPI_Allreduce(from, to, n, datatype, op, comm),
+                Some(root) => PMPI_Reduce(from, to, n, datatype, op, root as c_int, comm),
+            }
+        })
+    }
+
+    fn reference_bcast(&self, state: &State, data: &mut [u8], root: usize) -> Result<(), Code> {
+        let comm = state.host.private;
+        // SAFETY: `data` holds the bytes every rank passes alike.
+        check(unsafe { PMPI_Bcast(recv_ptr(data), data.len() as c_int, byte(), root as c_int, comm) })
+    }
+
+    fn reference_gatherv(
+        &self,
+        state: &State,
+        send: &[u8],
+        recv: &mut [u8],
+        blocks: &[(usize, usize)],
+        root: usize,
+    ) -> Result<(), Code> {
+        let (counts, displs): (Vec<c_int>, Vec<c_int>) = blocks.iter().map(|&(o, l)| (l as c_int, o as c_int)).unzip();
+        // SAFETY: every rank sends its block of bytes; the root receives the
+        // blocks at their offsets in `recv`, as long as its receive area.
+        check(unsafe {
+            PMPI_Gatherv(
+                send_ptr(send),
+                send.len() as c_int,
+                byte(),
+                recv_ptr(recv),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                byte(),
+                root as c_int,
+                state.host.private,
+            )
+        })
+    }
+
+    fn world_rank(&self) -> usize {
+        runtime::world_rank() as usize
+    }
+
+    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let (rank, len, mut size) = (runtime::world_rank(), mine.len() as c_int, 0);
+        // SAFETY: reads the size of MPI_COMM_WORLD into a local.
+        unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
+        let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
+        let world = self.world();
+        // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
+        unsafe {
+            PMPI_Gather(
+                (&len as *const c_int).cast(),
+                1,
+                RSMPI_INT32_T,
+                lens.as_mut_ptr().cast(),
+                1,
+                RSMPI_INT32_T,
+                0,
+                world,
+            )
+        };
+        let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
+        let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
+        // SAFETY: every rank sends its `len` bytes; the root receives them at
+        // `displs` in `all`, sized for the sum of the lengths.
+        unsafe {
+            PMPI_Gatherv(
+                send_ptr(mine),
+                len,
+                byte(),
+                recv_ptr(&mut all),
+                lens.as_ptr(),
+                displs.as_ptr(),
+                byte(),
+                0,
+                world,
+            )
+        };
+        (rank == 0)
+            .then(|| lens.iter().zip(&displs).map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec()).collect())
+    }
+
+    fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {
+        let mut sum = vec![0u64; mine.len()];
+        let n = mine.len() as c_int;
+        // SAFETY: `n` u64 from every rank to world rank 0, into `sum`.
+        unsafe {
+            PMPI_Reduce(mine.as_ptr().cast(), sum.as_mut_ptr().cast(), n, RSMPI_UINT64_T, RSMPI_SUM, 0, self.world())
+        };
+        (runtime::world_rank() == 0).then_some(sum)
+    }
+
+    fn version(&self) -> String {
+        runtime::host_version()
+    }
+
+    fn abort(&self, text: &str) -> ! {
+        runtime::abort_job(text)
+    }
+}

@@ -1,0 +1,236 @@
+//! Reduce, Allreduce and Bcast from the user's arguments: classify them
+//! (anything pcoll does not handle, including every invalid argument, goes
+//! to the host unchanged, so users see the host MPI's own behaviour), plan
+//! the call, run it (under PCOLL_VERIFY, compared with the host's).
+
+use super::classify;
+use super::comm;
+use super::dispatch::execute;
+use super::host::{Code, Host, Outcome, SUCCESS};
+use super::pack::{pack, unpack};
+use super::plan::{decide, plan};
+use super::prepared::{self, Key, Prepared};
+use super::runtime::Runtime;
+use super::thread::PerThread;
+use super::verify;
+use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::types::Coll;
+use crate::exec::NoReduction;
+use std::ffi::c_void;
+use std::rc::Rc;
+use Outcome::{Done, Forward};
+
+/// Allreduce (`root` None) and Reduce.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn reduction<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: H::Datatype,
+    op: H::Op,
+    root: Option<i32>,
+    comm: H::Comm,
+) -> Outcome {
+    let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
+    let in_place = sendbuf == host.in_place();
+    let key = Key { comm, count, datatype, op: Some(op), root: root.map_or(-1, i64::from), in_place };
+    let prepared = match prepared::recall(host, rt, t, coll, &key) {
+        Some(prepared) => {
+            let desc = &prepared.call.desc;
+            if let Err(why) = reduction_buffers(desc.in_place, is_reduction_root(desc), sendbuf, recvbuf) {
+                return Forward(why);
+            }
+            prepared
+        }
+        None => match prepare_reduction(host, rt, t, key, (sendbuf, recvbuf), root) {
+            Ok(prepared) => prepared,
+            Err(outcome) => return outcome,
+        },
+    };
+    let desc = &prepared.call.desc;
+    // SAFETY: MPI requires sendbuf (unless in place) and, at the root or in
+    // Allreduce, recvbuf to hold `count` elements of `datatype`, whose
+    // extent is `unit`; they do not alias (checked).
+    let (send, recv) = unsafe {
+        (
+            (!desc.in_place).then(|| std::slice::from_raw_parts(sendbuf.cast::<u8>(), desc.bytes)),
+            if is_reduction_root(desc) {
+                std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), desc.bytes)
+            } else {
+                &mut [][..]
+            },
+        )
+    };
+    let (state, call) = (prepared.state(), &prepared.call);
+    let combine = prepared.combine.as_ref().expect("a reduction has its operator");
+    Done(verify::reduction(host, rt, t, state, call, send, recv, (datatype, op, count), |send, recv| {
+        execute(host, rt, t, state, call, &GatherLayout::default(), send, recv, combine)
+    }))
+}
+
+/// Whether this rank receives the result.
+fn is_reduction_root(desc: &CallDesc) -> bool {
+    desc.coll == Coll::Allreduce || desc.rank == desc.root
+}
+
+/// The buffer checks of a reduction, which a remembered plan runs again.
+#[inline]
+fn reduction_buffers(
+    in_place: bool,
+    is_root: bool,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+) -> Result<(), &'static str> {
+    if (!in_place && sendbuf.is_null()) || (is_root && recvbuf.is_null()) {
+        return Err("null buffer");
+    }
+    if is_root && sendbuf == recvbuf.cast_const() {
+        return Err("send and receive buffers alias");
+    }
+    Ok(())
+}
+
+/// Checks a reduction and plans it; `Err`: what the call does instead.
+fn prepare_reduction<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    key: Key<H>,
+    (sendbuf, recvbuf): (*const c_void, *mut c_void),
+    root: Option<i32>,
+) -> Result<Rc<Prepared<H>>, Outcome> {
+    let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
+    let Some((rank, size)) = comm::shape(host, t, key.comm) else { return Err(Forward("communicator")) };
+    if key.count < 0 {
+        return Err(Forward("negative count"));
+    }
+    let root = match root {
+        None => 0,
+        Some(r) if r >= 0 && (r as usize) < size => r as usize,
+        Some(_) => return Err(Forward("invalid root")),
+    };
+    let op = key.op.expect("a reduction has its operator");
+    let red = classify::reduction(host, t, key.datatype, op).map_err(Forward)?;
+    if key.count == 0 {
+        return Err(Forward("empty"));
+    }
+    let in_place = key.in_place;
+    let is_root = coll == Coll::Allreduce || rank == root;
+    if in_place && !is_root {
+        return Err(Forward("MPI_IN_PLACE at a non-root rank"));
+    }
+    let Some(bytes) = (key.count as usize).checked_mul(red.unit) else { return Err(Forward("size overflow")) };
+    reduction_buffers(in_place, is_root, sendbuf, recvbuf).map_err(Forward)?;
+    let epoch = host.epoch();
+    let state = comm::state(host, t, key.comm).map_err(Done)?;
+    let desc = CallDesc {
+        coll,
+        rank,
+        size,
+        root,
+        bytes,
+        unit: red.unit,
+        commutative: red.commutative,
+        in_place,
+        topo: state.topo(),
+    };
+    let call = plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))).map_err(Forward)?;
+    let prepared = Prepared::new(state, call, Some(red.combine));
+    if !classify::is_user_op(host, op) {
+        prepared::remember(rt, t, coll, key, epoch, &prepared);
+    }
+    Ok(prepared)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn bcast<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    buf: *mut c_void,
+    count: i64,
+    datatype: H::Datatype,
+    root: i32,
+    comm: H::Comm,
+) -> Outcome {
+    let key = Key { comm, count, datatype, op: None, root: root.into(), in_place: false };
+    if let Some(prepared) = prepared::recall(host, rt, t, Coll::Bcast, &key) {
+        // remembered for dense datatypes only
+        if buf.is_null() {
+            return Forward("null buffer");
+        }
+        // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
+        let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), prepared.call.desc.bytes) };
+        return Done(run_bcast(host, rt, t, &prepared, data, datatype, count));
+    }
+    let Some((rank, size)) = comm::shape(host, t, comm) else { return Forward("communicator") };
+    if count < 0 || !classify::is_usable_type(host, t, datatype) || root < 0 || root as usize >= size {
+        return Forward("invalid argument");
+    }
+    let ty = classify::layout(host, t, datatype);
+    let bytes = count as usize * ty.size;
+    if bytes == 0 {
+        return Forward("empty");
+    }
+    if ty.dense && buf.is_null() {
+        return Forward("null buffer");
+    }
+    let root = root as usize;
+    let epoch = host.epoch();
+    let state = match comm::state(host, t, comm) {
+        Ok(state) => state,
+        Err(rc) => return Done(rc),
+    };
+    let desc = CallDesc {
+        coll: Coll::Bcast,
+        rank,
+        size,
+        root,
+        bytes,
+        unit: 1,
+        commutative: true,
+        in_place: false,
+        topo: state.topo(),
+    };
+    let call = match plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))) {
+        Ok(call) => call,
+        Err(why) => return Forward(why),
+    };
+    let prepared = Prepared::new(state, call, None);
+    if ty.dense {
+        if classify::is_predefined_type(host, t, datatype) {
+            prepared::remember(rt, t, Coll::Bcast, key, epoch, &prepared);
+        }
+        // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
+        let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
+        return Done(run_bcast(host, rt, t, &prepared, data, datatype, count));
+    }
+    let mut packed = if rank == root { pack(host, buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
+    let rc = run_bcast(host, rt, t, &prepared, &mut packed, datatype, count);
+    if rank != root && rc == SUCCESS {
+        unpack(host, &packed, buf, count, datatype, &ty, comm);
+    }
+    Done(rc)
+}
+
+/// Runs a planned Bcast on `data` (`count` elements of `datatype`, packed).
+fn run_bcast<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    prepared: &Prepared<H>,
+    data: &mut [u8],
+    datatype: H::Datatype,
+    count: i64,
+) -> Code {
+    let (state, call) = (prepared.state(), &prepared.call);
+    let type_size = data.len() / count as usize;
+    verify::bcast(host, rt, state, call, data, (datatype, type_size, count), |data| {
+        execute(host, rt, t, state, call, &GatherLayout::default(), None, data, &NoReduction)
+    })
+}

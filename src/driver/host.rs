@@ -1,0 +1,246 @@
+//! What the driver needs of the host MPI, as a trait: the library
+//! implements it with PMPI calls (`src/abi`), the tests with threads of one
+//! process (`driver::tests`). Handles are the host's own types; the driver
+//! only compares them and hands them back.
+//!
+//! Every operation here is one the orchestration cannot do itself:
+//! - communicators: their shape, and pcoll's state for one (looked up
+//!   cheaply, created collectively at the first call pcoll runs on it);
+//! - small control messages on the state's private communicator (the
+//!   Gatherv root's decision, PCOLL_VERIFY's agreement, a barrier);
+//! - moving data: a transport for schedules, the node's segment and peer
+//!   memory for node algorithms, the leaders' one-sided window;
+//! - datatype and operator handles: what they are, their layout, packing,
+//!   and the host's reduction of an operator pcoll has no kernel for;
+//! - the host's own collectives, which PCOLL_VERIFY compares with;
+//! - the process: its world rank, the host's version, stopping the job,
+//!   and gathering the finalize summary over the job.
+
+use super::comm::CommState;
+use super::thread::PerThread;
+use crate::algos::multinode::OneSided;
+use crate::core::types::{Elem, ReduceOp, TypeClass};
+use crate::exec::Transport;
+use crate::shm::segment::Segment;
+use crate::shm::PeerMemory;
+use std::ffi::c_void;
+
+/// An MPI return code; [`SUCCESS`] (MPI_SUCCESS is 0 in every MPI) or the
+/// host's error code.
+pub type Code = i32;
+pub const SUCCESS: Code = 0;
+
+/// `Ok` for [`SUCCESS`], else the code.
+pub fn check(rc: Code) -> Result<(), Code> {
+    if rc == SUCCESS {
+        Ok(())
+    } else {
+        Err(rc)
+    }
+}
+
+/// What pcoll does with a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// pcoll ran it; the MPI return code.
+    Done(Code),
+    /// The host MPI must run it, for this reason.
+    Forward(&'static str),
+}
+
+/// What a datatype handle is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeKind {
+    /// MPI_DATATYPE_NULL.
+    Null,
+    /// Not a predefined datatype (committed or not).
+    Derived,
+    /// A predefined datatype: its group (`None`: no reduction operator
+    /// applies, as for MPI_CHAR) and its machine representation.
+    Predefined { class: Option<TypeClass>, repr: Repr },
+}
+
+/// Machine representation of an element of a predefined datatype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repr {
+    /// None pcoll knows (no kernel, not compared by value).
+    Unknown,
+    Elem(Elem),
+    /// x87 extended precision in 16 bytes (C long double on x86), alone
+    /// or as the two parts of a complex number: no kernel, but
+    /// PCOLL_VERIFY reads the values.
+    F80,
+    C80,
+}
+
+/// What an operator handle is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// A user-defined operator.
+    User,
+    Predefined(ReduceOp),
+    /// MPI_OP_NULL, MPI_REPLACE, MPI_NO_OP: left to the host.
+    Other,
+}
+
+/// Memory layout of `count` elements of a datatype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeLayout {
+    /// Bytes of data per element (the type signature's size).
+    pub size: usize,
+    /// Distance between consecutive elements.
+    pub extent: isize,
+    /// Whether the bytes of consecutive elements are one contiguous run
+    /// starting at the buffer address, so the buffer can be used as bytes.
+    pub dense: bool,
+}
+
+/// The host MPI, as the driver uses it. Cheap to copy (the library's is
+/// a unit struct): a reduction through the host keeps a copy.
+pub trait Host: Copy + Sized + 'static {
+    type Comm: Copy + PartialEq + 'static;
+    type Datatype: Copy + PartialEq + 'static;
+    type Op: Copy + PartialEq + 'static;
+    /// What the host keeps of a communicator besides [`CommState`]'s
+    /// fields: its private duplicate, node communicator, segment mapping.
+    type Private;
+    /// The node leaders' one-sided window of a communicator, set up at
+    /// the first call that needs it.
+    type Leaders: Default;
+    /// Runs schedule steps on a state's private communicator.
+    type Transport<'a>: Transport<Error = Code>
+    where
+        Self: 'a;
+
+    /// Runs `f` with this thread's [`PerThread`] (one thread-local
+    /// lookup).
+    fn with_thread<R>(f: impl FnOnce(&PerThread<Self>) -> R) -> R;
+
+    // --- Communicators.
+
+    /// (rank, size) of an intracommunicator; `None` for a null handle or
+    /// an intercommunicator.
+    fn comm_shape(&self, comm: Self::Comm) -> Option<(usize, usize)>;
+    /// Bumped whenever a state is deleted: a (handle, state) pair seen
+    /// under the current epoch is still valid (see [`CommState`]).
+    fn epoch(&self) -> u64;
+    /// pcoll's state for `comm` if it has one (never for a null handle).
+    /// It stays valid until the user frees `comm`, which MPI forbids
+    /// during a collective on it.
+    fn find_state<'a>(&self, comm: Self::Comm) -> Option<&'a CommState<Self>>;
+    /// Creates pcoll's state for `comm`, an intracommunicator of more than
+    /// one rank; collective over `comm`. Valid as [`Host::find_state`]'s.
+    fn create_state<'a>(&self, comm: Self::Comm) -> Result<&'a CommState<Self>, Code>;
+    /// MPI_COMM_WORLD.
+    fn world(&self) -> Self::Comm;
+
+    // --- Control messages on a state's private communicator.
+
+    /// Broadcasts `words` (the same count at every rank) from `root`.
+    fn bcast_words(&self, state: &CommState<Self>, words: &mut [u64], root: usize) -> Result<(), Code>;
+    fn barrier(&self, state: &CommState<Self>) -> Result<(), Code>;
+
+    // --- Moving data.
+
+    /// A transport among the ranks of the state's private communicator;
+    /// schedule peer `i` is rank `ranks[i]` (all ranks in order if `None`).
+    fn transport<'a>(&self, state: &'a CommState<Self>, ranks: Option<&'a [usize]>) -> Self::Transport<'a>;
+    /// The node's segment and the peer memory of its ranks (zero copy,
+    /// where it works); `None` where this node has no segment.
+    fn node_memory<'a>(&self, state: &'a CommState<Self>) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)>;
+    /// The leaders' window of at least `bytes` at a leader (`None`
+    /// elsewhere). Every rank calls it at the same point of the same call
+    /// (setting it up is collective).
+    fn one_sided<'a>(
+        &self,
+        state: &CommState<Self>,
+        leaders: &'a mut Self::Leaders,
+        leader: bool,
+        bytes: usize,
+    ) -> Option<&'a mut dyn OneSided>;
+
+    // --- Datatypes and operators.
+
+    /// MPI_IN_PLACE.
+    fn in_place(&self) -> *const c_void;
+    fn type_kind(&self, datatype: Self::Datatype) -> TypeKind;
+    /// The layout of a (non-null) datatype.
+    fn type_layout(&self, datatype: Self::Datatype) -> TypeLayout;
+    /// Whether a derived datatype is committed.
+    fn type_committed(&self, datatype: Self::Datatype) -> bool;
+    /// MPI_Type_get_name.
+    fn type_name(&self, datatype: Self::Datatype) -> String;
+    fn op_kind(&self, op: Self::Op) -> OpKind;
+    /// Whether a user-defined operator is commutative.
+    fn op_commutative(&self, op: Self::Op) -> bool;
+    /// MPI_SUM.
+    fn op_sum(&self) -> Self::Op;
+    /// `dst = src ∘ dst` by the host (MPI_Reduce_local) for `count`
+    /// elements (at most `c_int::MAX`).
+    fn reduce_local(&self, op: Self::Op, datatype: Self::Datatype, src: &[u8], dst: &mut [u8], count: usize);
+    /// Packs `n` elements (at most `c_int::MAX` bytes) of `datatype` that
+    /// start `offset` bytes from `buf` into `out`; returns the bytes packed.
+    fn pack(
+        &self,
+        buf: *const c_void,
+        offset: isize,
+        n: usize,
+        datatype: Self::Datatype,
+        out: &mut [u8],
+        comm: Self::Comm,
+    ) -> usize;
+    /// The inverse of [`Host::pack`].
+    fn unpack(
+        &self,
+        packed: &[u8],
+        buf: *mut c_void,
+        offset: isize,
+        n: usize,
+        datatype: Self::Datatype,
+        comm: Self::Comm,
+    );
+
+    // --- The host's own collectives on a state's private communicator,
+    // which PCOLL_VERIFY compares pcoll's results with (counts fit an int).
+
+    /// Allreduce (`root` None) or Reduce of `count` elements; `recv` is
+    /// significant where the result is defined.
+    #[allow(clippy::too_many_arguments)]
+    fn reference_reduce(
+        &self,
+        state: &CommState<Self>,
+        root: Option<usize>,
+        send: &[u8],
+        recv: &mut [u8],
+        count: usize,
+        datatype: Self::Datatype,
+        op: Self::Op,
+    ) -> Result<(), Code>;
+    /// Bcast of bytes.
+    fn reference_bcast(&self, state: &CommState<Self>, data: &mut [u8], root: usize) -> Result<(), Code>;
+    /// Gatherv of bytes: at the root, block `(offset, len)` of each rank
+    /// lands in `recv`.
+    fn reference_gatherv(
+        &self,
+        state: &CommState<Self>,
+        send: &[u8],
+        recv: &mut [u8],
+        blocks: &[(usize, usize)],
+        root: usize,
+    ) -> Result<(), Code>;
+
+    // --- The process.
+
+    /// This process's rank in MPI_COMM_WORLD.
+    fn world_rank(&self) -> usize;
+    /// Every rank's `mine` at world rank 0, by rank (`None` elsewhere);
+    /// collective over MPI_COMM_WORLD (the finalize summary).
+    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
+    /// The sum of every rank's `mine` at world rank 0 (`None` elsewhere);
+    /// collective over MPI_COMM_WORLD.
+    fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>>;
+    /// The first line of the host MPI's version string.
+    fn version(&self) -> String;
+    /// Says `text` and stops the job.
+    fn abort(&self, text: &str) -> !;
+}

@@ -1,0 +1,110 @@
+//! The thread's last call of each collective, kept ready to run again
+//! (in [`PerThread`]): a loop of calls with the same arguments, apart from
+//! the buffers, finds the plan with no further lookup; only the buffer
+//! checks run again.
+//!
+//! A plan is remembered only when its arguments mean the same thing for as
+//! long as they are equal: predefined datatypes and operators (a freed
+//! derived type's or user operator's handle may come back as another), on
+//! a communicator pcoll has state for, which is valid while no state has
+//! been deleted since ([`Host::epoch`]), and with the same choice of
+//! algorithm ([`Runtime::choice`], which `pcoll_set_algorithm` changes).
+
+use super::classify::Combine;
+use super::comm::CommState;
+use super::plan::Planned;
+use super::runtime::Runtime;
+use super::thread::PerThread;
+use super::Host;
+use crate::core::types::Coll;
+use crate::select::config::Choice;
+use std::rc::Rc;
+
+/// What a call's plan depends on besides the communicator's state: the
+/// collective's arguments other than buffers (the root is -1 in an
+/// Allreduce, the operator `None` outside reductions).
+pub struct Key<H: Host> {
+    pub comm: H::Comm,
+    pub count: i64,
+    pub datatype: H::Datatype,
+    pub op: Option<H::Op>,
+    pub root: i64,
+    pub in_place: bool,
+}
+
+impl<H: Host> Clone for Key<H> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<H: Host> Copy for Key<H> {}
+
+impl<H: Host> PartialEq for Key<H> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.comm == other.comm
+            && self.count == other.count
+            && self.datatype == other.datatype
+            && self.op == other.op
+            && self.root == other.root
+            && self.in_place == other.in_place
+    }
+}
+
+/// A planned call: the state of its communicator, the plan, and for a
+/// reduction how elements combine. Shared with the thread's memory of it
+/// (a copy would cost more than the lookup).
+pub struct Prepared<H: Host> {
+    state: *const CommState<H>,
+    pub call: Planned,
+    pub combine: Option<Combine<H>>,
+}
+
+impl<H: Host> Prepared<H> {
+    pub fn new(state: &CommState<H>, call: Planned, combine: Option<Combine<H>>) -> Rc<Prepared<H>> {
+        Rc::new(Prepared { state, call, combine })
+    }
+
+    #[inline]
+    pub fn state(&self) -> &CommState<H> {
+        // SAFETY: made from a live state, and recalled only while no state
+        // was deleted since (see `recall`); MPI forbids freeing the
+        // communicator during the call that uses it.
+        unsafe { &*self.state }
+    }
+}
+
+/// A remembered plan and what it is valid for.
+pub struct Remembered<H: Host> {
+    key: Key<H>,
+    epoch: u64,
+    choice: *const Choice,
+    prepared: Rc<Prepared<H>>,
+}
+
+/// The plan of the thread's last `coll` call if it had this key and is
+/// still valid.
+#[inline]
+pub fn recall<H: Host>(host: &H, rt: &Runtime, t: &PerThread<H>, coll: Coll, key: &Key<H>) -> Option<Rc<Prepared<H>>> {
+    let epoch = host.epoch();
+    let choice: *const Choice = rt.choice(coll);
+    t.plans.borrow()[coll.index()]
+        .as_ref()
+        .filter(|e| e.key == *key && e.epoch == epoch && std::ptr::eq(e.choice, choice))
+        .map(|e| e.prepared.clone())
+}
+
+/// Keeps `prepared`, planned under `epoch` (read before the communicator's
+/// state was looked up), for the next `coll` call with this key.
+pub fn remember<H: Host>(
+    rt: &Runtime,
+    t: &PerThread<H>,
+    coll: Coll,
+    key: Key<H>,
+    epoch: u64,
+    prepared: &Rc<Prepared<H>>,
+) {
+    let choice = rt.choice(coll);
+    t.plans.borrow_mut()[coll.index()] = Some(Remembered { key, epoch, choice, prepared: prepared.clone() });
+}

@@ -1,0 +1,133 @@
+//! Process-wide settings of the calls: the configuration (read once by
+//! the host layer), the call statistics, and the choices that
+//! `pcoll_set_algorithm` overrides.
+
+use super::stats::{Stats, Summary};
+use super::Host;
+use crate::core::types::Coll;
+use crate::select::config::{accepted_choices, parse_choice, Choice, Config};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+pub struct Runtime {
+    pub cfg: Config,
+    /// Per-process statistics, when PCOLL_STATS=1.
+    pub stats: Option<Mutex<Stats>>,
+}
+
+/// Choices set through `pcoll_set_algorithm`, one per collective (null:
+/// the configured one). They point into [`CHOSEN`], which only grows, so a
+/// pointer read stays valid while another thread sets a new choice.
+static OVERRIDES: [AtomicPtr<Choice>; 4] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 4];
+static CHOSEN: Mutex<Vec<(Coll, String, Box<Choice>)>> = Mutex::new(Vec::new());
+
+impl Runtime {
+    pub fn new(cfg: Config) -> Runtime {
+        Runtime { stats: cfg.stats.then(|| Mutex::new(Stats::default())), cfg }
+    }
+
+    /// How `coll` runs: an override set by `pcoll_set_algorithm`, else the
+    /// configuration's. Every choice lives at its own address for good
+    /// (see `CHOSEN`), so equal addresses mean equal choices.
+    #[inline]
+    pub fn choice(&self, coll: Coll) -> &Choice {
+        let set = OVERRIDES[coll.index()].load(Ordering::Acquire);
+        if set.is_null() {
+            &self.cfg.choices[coll.index()]
+        } else {
+            // SAFETY: a Box in CHOSEN, never freed or moved (acquire pairs
+            // with the release that published it).
+            unsafe { &*set }
+        }
+    }
+}
+
+/// Overrides how `coll` runs (`value` as `PCOLL_<COLL>` takes it; "" undoes
+/// the override).
+pub fn set_choice(coll: Coll, value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        OVERRIDES[coll.index()].store(std::ptr::null_mut(), Ordering::Release);
+        return Ok(());
+    }
+    let mut chosen = CHOSEN.lock().unwrap();
+    let index = match chosen.iter().position(|(c, v, _)| *c == coll && v == value) {
+        Some(i) => i,
+        None => {
+            let choice = parse_choice(coll, value)
+                .map_err(|problem| problem.unwrap_or_else(|| format!("accepted: {}", accepted_choices(coll))))?;
+            chosen.push((coll, value.to_string(), Box::new(choice)));
+            chosen.len() - 1
+        }
+    };
+    let ptr: *const Choice = &*chosen[index].2;
+    // Release: the Choice is fully built before a reader acquires the pointer.
+    OVERRIDES[coll.index()].store(ptr.cast_mut(), Ordering::Release);
+    Ok(())
+}
+
+/// Writes `text` to stderr in one call, so that a job abort cannot cut it
+/// short and other ranks' lines do not interleave with it.
+pub fn say(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// At MPI_Finalize: the statistics summary and PCOLL_VERIFY's totals. With
+/// `job_wide` (the host reports at the same point on every rank) world
+/// rank 0 prints them for the whole job; otherwise each rank prints its
+/// own (to `<PCOLL_STATS_FILE>.<world rank>` for a file).
+pub fn report_at_finalize<H: Host>(host: &H, rt: &Runtime, job_wide: bool) {
+    if let Some(stats) = &rt.stats {
+        let text = stats.lock().unwrap().to_text();
+        print_summary(host, &text, rt.cfg.stats_file.as_deref(), job_wide);
+    }
+    if rt.cfg.verify.is_some() {
+        print_verify_totals(host, job_wide);
+    }
+}
+
+fn print_summary<H: Host>(host: &H, text: &str, file: Option<&Path>, job_wide: bool) {
+    let mut summary = Summary::default();
+    if !job_wide {
+        summary.add_rank(text).expect("this rank's own table");
+        let file = file.map(|f| PathBuf::from(format!("{}.{}", f.display(), host.world_rank())));
+        deliver(&summary.render(&format!("{} (this rank only)", host.version())), file.as_deref());
+        return;
+    }
+    let Some(tables) = host.gather_at_root(text.as_bytes()) else { return };
+    for table in &tables {
+        if let Err(e) = summary.add_rank(&String::from_utf8_lossy(table)) {
+            say(&format!("pcoll: PCOLL_STATS: {e}\n"));
+        }
+    }
+    deliver(&summary.render(&host.version()), file);
+}
+
+/// PCOLL_VERIFY's count of compared calls and of those that differed.
+fn print_verify_totals<H: Host>(host: &H, job_wide: bool) {
+    let mine = super::verify::totals();
+    let (totals, scope) = if job_wide {
+        let Some(sum) = host.sum_at_root(&mine) else { return };
+        ([sum[0], sum[1], sum[2]], "all ranks".to_string())
+    } else {
+        (mine, format!("rank {} only", host.world_rank()))
+    };
+    say(&format!(
+        "pcoll: PCOLL_VERIFY: {} calls compared with the host MPI, {} differed ({scope}); {} not comparable \
+         (user-defined operators on floating point, padded types, failed host calls)\n",
+        totals[0], totals[1], totals[2]
+    ));
+}
+
+/// Writes the summary to `file`, or to stderr if none or if it cannot be
+/// written (saying why).
+fn deliver(summary: &str, file: Option<&Path>) {
+    match file.map(|f| (f, std::fs::write(f, summary))) {
+        None => say(summary),
+        Some((_, Ok(()))) => {}
+        Some((f, Err(e))) => {
+            say(&format!("pcoll: cannot write PCOLL_STATS_FILE={} ({e}); the summary:\n{summary}", f.display()))
+        }
+    }
+}

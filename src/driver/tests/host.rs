@@ -1,0 +1,629 @@
+//! A host whose ranks are threads of one process: communicators are lists
+//! of threads, messages go through mailboxes, each node's segment is a
+//! heap buffer, datatypes and operators are a few of MPI's. The driver
+//! runs against it exactly as against the host MPI.
+
+use crate::algos::multinode::OneSided;
+use crate::core::schedule::Xfer;
+use crate::core::types::{Elem, ReduceOp, TypeClass};
+use crate::driver::comm::{CommState, NodeReport, NodeState};
+use crate::driver::host::{Code, OpKind, Repr, TypeKind, TypeLayout};
+use crate::driver::runtime::Runtime;
+use crate::driver::thread::PerThread;
+use crate::driver::Host;
+use crate::exec::kernels;
+use crate::exec::{Buffers, Transport};
+use crate::select::config::Config;
+use crate::shm::segment::Segment;
+use crate::shm::threads::{HeapSegment, Threads};
+use crate::shm::PeerMemory;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Barrier, Condvar, Mutex};
+
+/// A communicator handle: an index into [`World::comms`] (0: null).
+pub type Comm = usize;
+pub const COMM_NULL: Comm = 0;
+
+/// The datatypes of the test host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Null,
+    I32,
+    F64,
+    Byte,
+    /// Predefined, but no reduction operator applies (MPI_CHAR).
+    Char,
+    /// A committed vector of two i32 with a gap of one (size 8, extent
+    /// 12): elements at bytes 0 and 8 of each extent.
+    Vector,
+    /// A derived datatype nobody committed.
+    Uncommitted,
+}
+
+/// The operators of the test host; user-defined ones are functions of
+/// the host and two vectors of i32 (`dst = src ∘ dst`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Sum,
+    Band,
+    Replace,
+    User { f: UserFn, commutative: bool },
+}
+
+/// A user-defined operator's function (by name, so that operators compare).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserFn {
+    /// `dst = src + dst` on i32.
+    Sum,
+    /// `dst = src` where src is "before" dst: keeps the first operand,
+    /// so only rank order gives rank 0's vector.
+    First,
+    /// Like `Sum`, after calling an Allreduce on the same communicator
+    /// (see [`super::nested`]).
+    Nested,
+}
+
+/// A communicator: its ranks (thread indices, by communicator rank).
+pub struct CommSpec {
+    pub members: Vec<usize>,
+    pub inter: bool,
+}
+
+/// Messages between threads, first in first out per (channel,
+/// communicator, sender, receiver).
+type Key = (u8, Comm, usize, usize);
+
+/// Mailbox channels: schedules, control words, the host's collectives.
+const DATA: u8 = 0;
+const CONTROL: u8 = 1;
+const REFERENCE: u8 = 2;
+
+/// Everything the ranks of a test share.
+pub struct World {
+    pub size: usize,
+    /// Each thread's node.
+    pub node_of: Vec<usize>,
+    /// Communicators by handle (index 0 is null).
+    pub comms: Vec<CommSpec>,
+    pub rt: Runtime,
+    mail: Mutex<HashMap<Key, VecDeque<Vec<u8>>>>,
+    arrived: Condvar,
+    /// pcoll's states, by (communicator, thread): leaked boxes.
+    states: Mutex<HashMap<(Comm, usize), usize>>,
+    /// Each communicator's node segments, by (communicator, node).
+    segments: Mutex<HashMap<(Comm, usize), &'static HeapSegment>>,
+    windows: Mutex<HashMap<Comm, &'static SharedWindows>>,
+    pub epoch: AtomicU64,
+    /// Control broadcasts so far (the Gatherv root's among them).
+    pub control_bcasts: AtomicUsize,
+    /// Calls a user operator made from inside pcoll, handed to the host.
+    pub nested_forwards: AtomicUsize,
+    /// The host's collectives give a wrong answer (for PCOLL_VERIFY).
+    pub wrong_reference: AtomicBool,
+}
+
+impl World {
+    /// `node_of[r]` is thread r's node; communicator 1 is all of them,
+    /// then `extra` communicators. Leaked: the driver's per-thread caches
+    /// keep `'static` hosts.
+    pub fn new(node_of: &[usize], vars: &[(&str, &str)], extra: Vec<CommSpec>) -> &'static World {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let cfg = Config::from_vars(&vars).expect("a valid test configuration");
+        let size = node_of.len();
+        let mut comms =
+            vec![CommSpec { members: vec![], inter: false }, CommSpec { members: (0..size).collect(), inter: false }];
+        comms.extend(extra);
+        Box::leak(Box::new(World {
+            size,
+            node_of: node_of.to_vec(),
+            comms,
+            rt: Runtime::new(cfg),
+            mail: Mutex::default(),
+            arrived: Condvar::new(),
+            states: Mutex::default(),
+            segments: Mutex::default(),
+            windows: Mutex::default(),
+            epoch: AtomicU64::new(0),
+            control_bcasts: AtomicUsize::new(0),
+            nested_forwards: AtomicUsize::new(0),
+            wrong_reference: AtomicBool::new(false),
+        }))
+    }
+
+    /// All threads on one node.
+    pub fn one_node(p: usize, vars: &[(&str, &str)]) -> &'static World {
+        World::new(&vec![0; p], vars, vec![])
+    }
+
+    /// Runs `body` on one thread per rank. A rank that panics leaves the
+    /// others waiting for it for ever, so a panic ends the test process at
+    /// once (the test fails with the panic's message).
+    pub fn run<R: Send>(&'static self, body: impl Fn(TestHost) -> R + Sync) -> Vec<R> {
+        let body = &body;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.size)
+                .map(|rank| {
+                    scope.spawn(move || {
+                        let run = std::panic::AssertUnwindSafe(|| body(TestHost { world: self, rank }));
+                        match std::panic::catch_unwind(run) {
+                            Ok(r) => r,
+                            Err(panic) => {
+                                let msg = panic_message(&*panic);
+                                let _ = std::io::Write::write_all(
+                                    &mut std::io::stderr(),
+                                    format!("rank {rank} panicked: {msg}\n(the other ranks would wait for ever)\n")
+                                        .as_bytes(),
+                                );
+                                std::process::exit(101);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    fn send(&self, key: Key, bytes: Vec<u8>) {
+        self.mail.lock().unwrap().entry(key).or_default().push_back(bytes);
+        self.arrived.notify_all();
+    }
+
+    fn recv(&self, key: Key) -> Vec<u8> {
+        let mut boxes = self.mail.lock().unwrap();
+        loop {
+            if let Some(m) = boxes.get_mut(&key).and_then(VecDeque::pop_front) {
+                return m;
+            }
+            boxes = self.arrived.wait(boxes).unwrap();
+        }
+    }
+}
+
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// One rank (thread) of a [`World`].
+#[derive(Clone, Copy)]
+pub struct TestHost {
+    pub world: &'static World,
+    /// The thread's index (its "world rank").
+    pub rank: usize,
+}
+
+thread_local! {
+    static THREAD: PerThread<TestHost> = const { PerThread::new() };
+}
+
+/// The node resources of a test communicator.
+pub struct TestComm {
+    pub comm: Comm,
+    segment: Option<&'static HeapSegment>,
+}
+
+static IN_PLACE: u8 = 0;
+static PEERS: Threads = Threads;
+
+impl TestHost {
+    fn members(&self, comm: Comm) -> &'static [usize] {
+        &self.world.comms[comm].members
+    }
+
+    fn comm_rank(&self, comm: Comm) -> usize {
+        self.members(comm).iter().position(|&m| m == self.rank).expect("a member of the communicator")
+    }
+
+    /// The communicator of a state, with this thread's rank in it.
+    fn of(&self, state: &CommState<TestHost>) -> (Comm, &'static [usize]) {
+        (state.host.comm, self.members(state.host.comm))
+    }
+
+    /// Sends `bytes` to communicator rank `to` on `channel`.
+    fn post(&self, channel: u8, comm: Comm, to: usize, bytes: Vec<u8>) {
+        self.world.send((channel, comm, self.rank, self.members(comm)[to]), bytes);
+    }
+
+    fn take(&self, channel: u8, comm: Comm, from: usize) -> Vec<u8> {
+        self.world.recv((channel, comm, self.members(comm)[from], self.rank))
+    }
+
+    /// The host's reduction of every rank's `send`, in rank order, at
+    /// `root` (every rank if `None`).
+    fn reduce_at(&self, comm: Comm, root: Option<usize>, send: &[u8], recv: &mut [u8], ty: Ty, op: Op) {
+        let (me, size) = (self.comm_rank(comm), self.members(comm).len());
+        let at = root.unwrap_or(0);
+        self.post(REFERENCE, comm, at, send.to_vec());
+        if me == at {
+            let all: Vec<Vec<u8>> = (0..size).map(|r| self.take(REFERENCE, comm, r)).collect();
+            let mut acc = all[size - 1].clone();
+            for r in (0..size - 1).rev() {
+                let count = acc.len() / self.type_layout(ty).size;
+                self.reduce_local(op, ty, &all[r], &mut acc, count);
+            }
+            if self.world.wrong_reference.load(Ordering::Relaxed) {
+                acc[0] ^= 1;
+            }
+            if root.is_none() {
+                (0..size).for_each(|r| self.post(REFERENCE, comm, r, acc.clone()));
+            } else {
+                recv.copy_from_slice(&acc);
+            }
+        }
+        if root.is_none() {
+            recv.copy_from_slice(&self.take(REFERENCE, comm, at));
+        }
+    }
+}
+
+/// Schedule steps between threads; peer `i` is communicator rank
+/// `ranks[i]` (all in order if `None`).
+pub struct ThreadTransport<'a> {
+    host: TestHost,
+    comm: Comm,
+    ranks: Option<&'a [usize]>,
+}
+
+impl Transport for ThreadTransport<'_> {
+    type Error = Code;
+    fn exchange(&mut self, bufs: &mut Buffers<'_>, sends: &[Xfer], recvs: &[Xfer]) -> Result<(), Code> {
+        let peer = |x: &Xfer| self.ranks.map_or(x.peer, |r| r[x.peer]);
+        for x in sends {
+            self.host.post(DATA, self.comm, peer(x), bufs.read(x.region).to_vec());
+        }
+        for x in recvs {
+            let msg = self.host.take(DATA, self.comm, peer(x));
+            bufs.write(x.region).copy_from_slice(&msg);
+        }
+        Ok(())
+    }
+}
+
+/// The leaders' windows of a communicator. Transfers are queued and
+/// carried out at the fence, the latest moment MPI allows.
+struct SharedWindows {
+    mem: Vec<Mutex<Vec<u8>>>,
+    fence: Barrier,
+}
+
+enum Transfer {
+    Get { peer: usize, from: usize, to: usize, len: usize },
+    Put { peer: usize, from: usize, to: usize, len: usize },
+}
+
+/// One leader's window.
+#[derive(Default)]
+pub struct TestWindow {
+    shared: Option<&'static SharedWindows>,
+    me: usize,
+    local: Vec<u8>,
+    queued: Vec<Transfer>,
+}
+
+impl OneSided for TestWindow {
+    fn local(&mut self) -> &mut [u8] {
+        &mut self.local
+    }
+    fn get(&mut self, peer: usize, from: usize, to: usize, len: usize) {
+        self.queued.push(Transfer::Get { peer, from, to, len });
+    }
+    fn put(&mut self, peer: usize, from: usize, to: usize, len: usize) {
+        self.queued.push(Transfer::Put { peer, from, to, len });
+    }
+    fn fence(&mut self) {
+        let shared = self.shared.expect("a leader's window");
+        shared.fence.wait();
+        shared.mem[self.me].lock().unwrap().clone_from(&self.local);
+        shared.fence.wait();
+        for t in self.queued.drain(..) {
+            let (src, from, dst, to, len) = match t {
+                Transfer::Get { peer, from, to, len } => (peer, from, self.me, to, len),
+                Transfer::Put { peer, from, to, len } => (self.me, from, peer, to, len),
+            };
+            let data = shared.mem[src].lock().unwrap()[from..from + len].to_vec();
+            shared.mem[dst].lock().unwrap()[to..to + len].copy_from_slice(&data);
+        }
+        shared.fence.wait();
+        self.local.clone_from(&shared.mem[self.me].lock().unwrap());
+    }
+}
+
+/// `dst = src ∘ dst` of a user-defined operator on i32 vectors.
+fn user_op(host: TestHost, f: UserFn, src: &[u8], dst: &mut [u8]) {
+    match f {
+        UserFn::First => dst.copy_from_slice(src),
+        UserFn::Sum | UserFn::Nested => {
+            if f == UserFn::Nested {
+                super::nested(host);
+            }
+            for (s, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(4)) {
+                let v = i32::from_le_bytes(s.try_into().unwrap())
+                    .wrapping_add(i32::from_le_bytes((&*d).try_into().unwrap()));
+                d.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+}
+
+impl Host for TestHost {
+    type Comm = Comm;
+    type Datatype = Ty;
+    type Op = Op;
+    type Private = TestComm;
+    type Leaders = TestWindow;
+    type Transport<'a> = ThreadTransport<'a>;
+
+    fn with_thread<R>(f: impl FnOnce(&PerThread<TestHost>) -> R) -> R {
+        THREAD.with(f)
+    }
+
+    fn comm_shape(&self, comm: Comm) -> Option<(usize, usize)> {
+        let spec = self.world.comms.get(comm).filter(|s| comm != COMM_NULL && !s.inter)?;
+        Some((self.comm_rank(comm), spec.members.len()))
+    }
+
+    fn epoch(&self) -> u64 {
+        self.world.epoch.load(Ordering::Acquire)
+    }
+
+    fn find_state<'a>(&self, comm: Comm) -> Option<&'a CommState<TestHost>> {
+        let address = *self.world.states.lock().unwrap().get(&(comm, self.rank))?;
+        // SAFETY: a leaked box of the world's, never freed.
+        Some(unsafe { &*(address as *const CommState<TestHost>) })
+    }
+
+    fn create_state<'a>(&self, comm: Comm) -> Result<&'a CommState<TestHost>, Code> {
+        let world = self.world;
+        let shm = &world.rt.cfg.shm;
+        let members = self.members(comm);
+        let (rank, size) = (self.comm_rank(comm), members.len());
+        let node = |r: usize| world.node_of[members[r]];
+        let reports: Vec<NodeReport> = (0..size)
+            .map(|r| NodeReport {
+                leader: (0..size).find(|&q| node(q) == node(r)).unwrap(),
+                local: (0..r).filter(|&q| node(q) == node(r)).count(),
+                segment: shm.enable,
+                zero_copy: shm.enable && shm.zcopy,
+            })
+            .collect();
+        let local_size = (0..size).filter(|&q| node(q) == node(rank)).count();
+        let segment = shm.enable.then(|| {
+            *world
+                .segments
+                .lock()
+                .unwrap()
+                .entry((comm, node(rank)))
+                .or_insert_with(|| Box::leak(Box::new(HeapSegment::new(shm.geometry(local_size)))))
+        });
+        let state = CommState::new(
+            rank,
+            size,
+            NodeState::new(reports[rank].local, local_size, &reports, shm, false),
+            TestComm { comm, segment },
+        );
+        let address = Box::leak(Box::new(state)) as *const CommState<TestHost>;
+        world.states.lock().unwrap().insert((comm, self.rank), address as usize);
+        // SAFETY: just leaked, never freed.
+        Ok(unsafe { &*address })
+    }
+
+    fn world(&self) -> Comm {
+        1
+    }
+
+    fn bcast_words(&self, state: &CommState<TestHost>, words: &mut [u64], root: usize) -> Result<(), Code> {
+        let (comm, members) = self.of(state);
+        if state.rank == root {
+            self.world.control_bcasts.fetch_add(1, Ordering::Relaxed);
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            (0..members.len()).filter(|&r| r != root).for_each(|r| self.post(CONTROL, comm, r, bytes.clone()));
+        } else {
+            let bytes = self.take(CONTROL, comm, root);
+            for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+                *w = u64::from_le_bytes(b.try_into().unwrap());
+            }
+        }
+        Ok(())
+    }
+
+    fn barrier(&self, state: &CommState<TestHost>) -> Result<(), Code> {
+        self.bcast_words(state, &mut [0], 0)
+    }
+
+    fn transport<'a>(&self, state: &'a CommState<TestHost>, ranks: Option<&'a [usize]>) -> ThreadTransport<'a> {
+        ThreadTransport { host: *self, comm: state.host.comm, ranks }
+    }
+
+    fn node_memory<'a>(&self, state: &'a CommState<TestHost>) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)> {
+        state.host.segment.map(|s| (&s.seg, Some(&PEERS as &dyn PeerMemory)))
+    }
+
+    fn one_sided<'a>(
+        &self,
+        state: &CommState<TestHost>,
+        leaders: &'a mut TestWindow,
+        leader: bool,
+        bytes: usize,
+    ) -> Option<&'a mut dyn OneSided> {
+        if !leader {
+            return None;
+        }
+        let nodes = state.topo().nodes;
+        let shared = *self.world.windows.lock().unwrap().entry(state.host.comm).or_insert_with(|| {
+            Box::leak(Box::new(SharedWindows {
+                mem: (0..nodes).map(|_| Mutex::default()).collect(),
+                fence: Barrier::new(nodes),
+            }))
+        });
+        leaders.shared = Some(shared);
+        leaders.me = state.node.node_of[state.rank];
+        if leaders.local.len() < bytes {
+            leaders.local.resize(bytes, 0);
+        }
+        Some(leaders)
+    }
+
+    fn in_place(&self) -> *const c_void {
+        (&IN_PLACE as *const u8).cast()
+    }
+
+    fn type_kind(&self, ty: Ty) -> TypeKind {
+        let predefined =
+            |class, elem: Option<Elem>| TypeKind::Predefined { class, repr: elem.map_or(Repr::Unknown, Repr::Elem) };
+        match ty {
+            Ty::Null => TypeKind::Null,
+            Ty::I32 => predefined(Some(TypeClass::CInteger), Some(Elem::I32)),
+            Ty::F64 => predefined(Some(TypeClass::Floating), Some(Elem::F64)),
+            Ty::Byte => predefined(Some(TypeClass::Byte), Some(Elem::U8)),
+            Ty::Char => predefined(None, None),
+            Ty::Vector | Ty::Uncommitted => TypeKind::Derived,
+        }
+    }
+
+    fn type_layout(&self, ty: Ty) -> TypeLayout {
+        let dense = |n| TypeLayout { size: n, extent: n as isize, dense: true };
+        match ty {
+            Ty::I32 => dense(4),
+            Ty::F64 => dense(8),
+            Ty::Byte | Ty::Char => dense(1),
+            Ty::Vector | Ty::Uncommitted => TypeLayout { size: 8, extent: 12, dense: false },
+            Ty::Null => unreachable!("the driver asks no layout of a null datatype"),
+        }
+    }
+
+    fn type_committed(&self, ty: Ty) -> bool {
+        ty != Ty::Uncommitted
+    }
+
+    fn type_name(&self, ty: Ty) -> String {
+        format!("{ty:?}")
+    }
+
+    fn op_kind(&self, op: Op) -> OpKind {
+        match op {
+            Op::Sum => OpKind::Predefined(ReduceOp::Sum),
+            Op::Band => OpKind::Predefined(ReduceOp::Band),
+            Op::Replace => OpKind::Other,
+            Op::User { .. } => OpKind::User,
+        }
+    }
+
+    fn op_commutative(&self, op: Op) -> bool {
+        matches!(op, Op::User { commutative: true, .. })
+    }
+
+    fn op_sum(&self) -> Op {
+        Op::Sum
+    }
+
+    fn reduce_local(&self, op: Op, ty: Ty, src: &[u8], dst: &mut [u8], count: usize) {
+        assert_eq!(dst.len(), count * self.type_layout(ty).size);
+        match (op, ty) {
+            (Op::User { f, .. }, Ty::I32) => user_op(*self, f, src, dst),
+            (Op::Sum, Ty::I32) => (kernels::native(Elem::I32, ReduceOp::Sum).unwrap().inplace)(src, dst),
+            (Op::Sum, Ty::F64) => (kernels::native(Elem::F64, ReduceOp::Sum).unwrap().inplace)(src, dst),
+            _ => unreachable!("the test host reduces {op:?} on {ty:?}"),
+        }
+    }
+
+    fn pack(&self, buf: *const c_void, offset: isize, n: usize, ty: Ty, out: &mut [u8], _: Comm) -> usize {
+        assert_eq!(ty, Ty::Vector);
+        for k in 0..n {
+            for (part, at) in [0usize, 8].into_iter().enumerate() {
+                let from = buf.cast::<u8>().wrapping_offset(offset + (12 * k + at) as isize);
+                // SAFETY: element k of the caller's buffer lies at offset + 12k.
+                let bytes = unsafe { std::slice::from_raw_parts(from, 4) };
+                out[8 * k + 4 * part..8 * k + 4 * part + 4].copy_from_slice(bytes);
+            }
+        }
+        8 * n
+    }
+
+    fn unpack(&self, packed: &[u8], buf: *mut c_void, offset: isize, n: usize, ty: Ty, _: Comm) {
+        assert_eq!(ty, Ty::Vector);
+        for k in 0..n {
+            for (part, at) in [0usize, 8].into_iter().enumerate() {
+                let to = buf.cast::<u8>().wrapping_offset(offset + (12 * k + at) as isize);
+                // SAFETY: element k of the caller's buffer lies at offset + 12k.
+                let bytes = unsafe { std::slice::from_raw_parts_mut(to, 4) };
+                bytes.copy_from_slice(&packed[8 * k + 4 * part..8 * k + 4 * part + 4]);
+            }
+        }
+    }
+
+    fn reference_reduce(
+        &self,
+        state: &CommState<TestHost>,
+        root: Option<usize>,
+        send: &[u8],
+        recv: &mut [u8],
+        _count: usize,
+        ty: Ty,
+        op: Op,
+    ) -> Result<(), Code> {
+        self.reduce_at(state.host.comm, root, send, recv, ty, op);
+        Ok(())
+    }
+
+    fn reference_bcast(&self, state: &CommState<TestHost>, data: &mut [u8], root: usize) -> Result<(), Code> {
+        let (comm, members) = self.of(state);
+        if state.rank == root {
+            (0..members.len()).filter(|&r| r != root).for_each(|r| self.post(REFERENCE, comm, r, data.to_vec()));
+        } else {
+            data.copy_from_slice(&self.take(REFERENCE, comm, root));
+            if self.world.wrong_reference.load(Ordering::Relaxed) {
+                data[0] ^= 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn reference_gatherv(
+        &self,
+        state: &CommState<TestHost>,
+        send: &[u8],
+        recv: &mut [u8],
+        blocks: &[(usize, usize)],
+        root: usize,
+    ) -> Result<(), Code> {
+        let (comm, members) = self.of(state);
+        self.post(REFERENCE, comm, root, send.to_vec());
+        if state.rank == root {
+            for (r, &(off, len)) in blocks.iter().enumerate().take(members.len()) {
+                recv[off..off + len].copy_from_slice(&self.take(REFERENCE, comm, r));
+            }
+        }
+        Ok(())
+    }
+
+    fn world_rank(&self) -> usize {
+        self.rank
+    }
+
+    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let world = self.world();
+        self.post(REFERENCE, world, 0, mine.to_vec());
+        (self.rank == 0).then(|| (0..self.world.size).map(|r| self.take(REFERENCE, world, r)).collect())
+    }
+
+    fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {
+        let all = self.gather_at_root(&mine.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
+        let words =
+            |b: &Vec<u8>| b.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect::<Vec<u64>>();
+        Some(all.iter().map(words).fold(vec![0; mine.len()], |acc, w| acc.iter().zip(w).map(|(a, b)| a + b).collect()))
+    }
+
+    fn version(&self) -> String {
+        "the test host".into()
+    }
+
+    fn abort(&self, text: &str) -> ! {
+        panic!("abort: {text}")
+    }
+}

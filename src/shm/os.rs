@@ -1,0 +1,268 @@
+//! The operating system's side of the node layer (Linux): mapping the
+//! node's segment, placing its pages, and copies straight between
+//! processes (cross-memory attach). No MPI here: the library's host layer
+//! decides who creates, who opens and when, and agrees on the outcome.
+//!
+//! The segment: local rank 0 creates a POSIX shared-memory object, the
+//! others open it, all map it with read-ahead off (`MADV_RANDOM`) while
+//! each rank first-touches its own block, so that its pages are placed on
+//! that rank's NUMA node (checked with `move_pages` and logged); the name
+//! is unlinked as soon as every rank has mapped it, so nothing is left in
+//! /dev/shm even if the job is killed later.
+
+use super::segment::{Geometry, Segment, PAGE};
+use super::PeerMemory;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A mapped segment, unmapped when dropped.
+pub struct Mapping {
+    pub seg: Segment,
+    len: usize,
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this struct owns; no call uses it any more.
+        unsafe { libc::munmap(self.seg.base().cast(), self.len) };
+    }
+}
+
+impl Mapping {
+    /// A segment in private memory, for a node of one rank.
+    pub fn private(geo: Geometry) -> Option<Mapping> {
+        let len = geo.total_bytes();
+        // SAFETY: a fresh private anonymous mapping (zero-filled).
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: `base` maps `len` zeroed bytes, page-aligned, until the Mapping drops.
+        let seg = unsafe { Segment::new(base.cast(), geo) };
+        Some(Mapping { seg, len })
+    }
+
+    /// The shared segment at `base`, once every rank has mapped and placed
+    /// it: read-ahead back to normal, placement logged.
+    ///
+    /// # Safety
+    /// `base` maps `geo.total_bytes()` zeroed bytes, page-aligned, from
+    /// [`create_or_open`], owned by the Mapping from now on.
+    pub unsafe fn shared(base: *mut u8, geo: Geometry, local: usize) -> Mapping {
+        let len = geo.total_bytes();
+        // SAFETY: back to normal read-ahead once the pages are placed.
+        unsafe { libc::madvise(base.cast(), len, libc::MADV_NORMAL) };
+        // SAFETY: guaranteed by the caller.
+        let seg = unsafe { Segment::new(base, geo) };
+        log_placement(&seg, local);
+        Mapping { seg, len }
+    }
+}
+
+/// Distinguishes the segments one process creates.
+static SEGMENTS: AtomicU64 = AtomicU64::new(0);
+
+/// A new segment name, unique on the host (this process's pid and a
+/// counter), NUL-terminated.
+pub fn segment_name() -> [u8; 64] {
+    let mut name = [0u8; 64];
+    let text = format!("/pcoll-{}-{}", std::process::id(), SEGMENTS.fetch_add(1, Ordering::Relaxed));
+    name[..text.len()].copy_from_slice(text.as_bytes());
+    name
+}
+
+/// Maps the named shared-memory object (`create`: new, `len` bytes);
+/// null on failure.
+pub fn create_or_open(name: &[u8; 64], len: usize, create: bool) -> *mut u8 {
+    let flags = if create { libc::O_CREAT | libc::O_EXCL | libc::O_RDWR } else { libc::O_RDWR };
+    // SAFETY: `name` is NUL-terminated; the descriptor is closed below.
+    let fd = unsafe { libc::shm_open(name.as_ptr().cast(), flags, 0o600) };
+    if fd < 0 {
+        log::warn!("node layer: shm_open: {}", std::io::Error::last_os_error());
+        return std::ptr::null_mut();
+    }
+    // SAFETY: sizes the new object; maps it shared; the mapping survives the close.
+    let base = unsafe {
+        if create && libc::ftruncate(fd, len as libc::off_t) != 0 {
+            log::warn!("node layer: ftruncate: {}", std::io::Error::last_os_error());
+            libc::close(fd);
+            libc::shm_unlink(name.as_ptr().cast());
+            return std::ptr::null_mut();
+        }
+        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+        libc::close(fd);
+        p
+    };
+    if base == libc::MAP_FAILED {
+        log::warn!("node layer: mmap: {}", std::io::Error::last_os_error());
+        if create {
+            unlink(name);
+        }
+        return std::ptr::null_mut();
+    }
+    base.cast()
+}
+
+/// Removes the name of a segment this process created.
+pub fn unlink(name: &[u8; 64]) {
+    // SAFETY: `name` is NUL-terminated.
+    unsafe { libc::shm_unlink(name.as_ptr().cast()) };
+}
+
+/// Unmaps a segment no rank uses (its set-up failed somewhere).
+///
+/// # Safety
+/// `base` maps `len` bytes that nothing uses any more.
+pub unsafe fn unmap(base: *mut u8, len: usize) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { libc::munmap(base.cast(), len) };
+}
+
+/// Places local rank `local`'s block of a freshly mapped segment on its
+/// NUMA node: MADV_RANDOM turns off the fault-around that would place a
+/// neighbour's pages on this rank's node while it touches its own; each
+/// rank writes its own block's pages (rank 0 also the header), so they
+/// are allocated where it runs.
+///
+/// # Safety
+/// `base` maps `geo.total_bytes()` writable bytes, page-aligned.
+pub unsafe fn place(base: *mut u8, geo: Geometry, local: usize) {
+    // SAFETY: guaranteed by the caller; the block and header lie in it.
+    unsafe {
+        libc::madvise(base.cast(), geo.total_bytes(), libc::MADV_RANDOM);
+        let seg = Segment::new(base, geo);
+        let (start, bytes) = seg.block_range(local);
+        first_touch(start, bytes);
+        if local == 0 {
+            first_touch(base, geo.header_bytes());
+        }
+    }
+}
+
+/// Writes one byte per page, so each page is allocated by this rank.
+///
+/// # Safety
+/// `start..start + len` is mapped and writable.
+unsafe fn first_touch(start: *mut u8, len: usize) {
+    for off in (0..len).step_by(PAGE) {
+        // SAFETY: within the range (caller); volatile so it is not elided.
+        unsafe { std::ptr::write_volatile(start.add(off), 0) };
+    }
+}
+
+/// The NUMA node this thread runs on (0 where the system cannot tell).
+fn current_numa_node() -> i32 {
+    let (mut cpu, mut node) = (0u32, 0u32);
+    // SAFETY: getcpu writes two unsigned ints.
+    let rc = unsafe { libc::syscall(libc::SYS_getcpu, &mut cpu, &mut node, std::ptr::null_mut::<c_void>()) };
+    if rc == 0 {
+        node as i32
+    } else {
+        0
+    }
+}
+
+/// Logs where this rank's block ended up (move_pages in query mode).
+fn log_placement(seg: &Segment, local: usize) {
+    if !log::log_enabled!(log::Level::Debug) {
+        return;
+    }
+    let (start, len) = seg.block_range(local);
+    let pages: Vec<*mut c_void> = (0..len).step_by(PAGE).map(|off| start.wrapping_add(off).cast()).collect();
+    let mut status = vec![0 as libc::c_int; pages.len()];
+    // SAFETY: query mode (no target nodes): fills `status` with each page's node.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            pages.len(),
+            pages.as_ptr(),
+            std::ptr::null::<libc::c_int>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    let here = current_numa_node();
+    if rc != 0 {
+        log::debug!("node layer: block placement unknown (move_pages: {})", std::io::Error::last_os_error());
+        return;
+    }
+    let on_mine = status.iter().filter(|&&n| n == here).count();
+    log::debug!("node layer: {on_mine} of {} pages of this rank's block on its NUMA node {here}", status.len());
+}
+
+/// Cross-memory attach to the node's ranks (their process ids, by local rank).
+pub struct Cma {
+    pub pids: Vec<libc::pid_t>,
+}
+
+/// Copies `len` bytes between this process and `pid` in pieces the kernel
+/// accepts (it may copy less than asked).
+fn cma_copy(pid: libc::pid_t, local: *mut u8, remote: usize, len: usize, write: bool) {
+    let mut done = 0;
+    while done < len {
+        let local_iov = libc::iovec { iov_base: local.wrapping_add(done).cast(), iov_len: len - done };
+        let remote_iov = libc::iovec { iov_base: (remote + done) as *mut c_void, iov_len: len - done };
+        // SAFETY: the local range is a live buffer of this process; the
+        // remote one is a buffer the peer published for this step and
+        // keeps valid until every rank has finished the step.
+        let n = unsafe {
+            if write {
+                libc::process_vm_writev(pid, &local_iov, 1, &remote_iov, 1, 0)
+            } else {
+                libc::process_vm_readv(pid, &local_iov, 1, &remote_iov, 1, 0)
+            }
+        };
+        if n <= 0 {
+            let err = std::io::Error::last_os_error();
+            panic!("zero copy with process {pid} failed after {done} of {len} bytes: {err}");
+        }
+        done += n as usize;
+    }
+}
+
+impl PeerMemory for Cma {
+    fn read(&self, peer: usize, from: usize, into: &mut [u8]) {
+        if !into.is_empty() {
+            cma_copy(self.pids[peer], into.as_mut_ptr(), from, into.len(), false);
+        }
+    }
+
+    fn write(&self, peer: usize, to: usize, from: &[u8]) {
+        if !from.is_empty() {
+            cma_copy(self.pids[peer], from.as_ptr().cast_mut(), to, from.len(), true);
+        }
+    }
+}
+
+/// A word every process holds at a known address, to test zero copy.
+static PROBE: AtomicU64 = AtomicU64::new(0x7063_6f6c_6c21); // "pcoll!"
+
+/// This process's id and the address of its probe word, for its peers.
+pub fn probe_words() -> [u64; 2] {
+    [std::process::id() as u64, PROBE.as_ptr() as u64]
+}
+
+/// Whether zero copy works from this process to the one that sent
+/// `words` ([`probe_words`]): it reads that process's probe word.
+pub fn probe_cma(words: &[u64]) -> bool {
+    let mut word = 0u64;
+    let local_iov = libc::iovec { iov_base: (&mut word as *mut u64).cast(), iov_len: 8 };
+    let remote_iov = libc::iovec { iov_base: words[1] as *mut c_void, iov_len: 8 };
+    // SAFETY: reads 8 bytes of the peer's static probe word into a local.
+    let n = unsafe { libc::process_vm_readv(words[0] as libc::pid_t, &local_iov, 1, &remote_iov, 1, 0) };
+    let works = n == 8 && word == PROBE.load(Ordering::Relaxed);
+    if !works {
+        log::debug!("node layer: no zero copy ({})", std::io::Error::last_os_error());
+    }
+    works
+}
