@@ -23,7 +23,7 @@ pub mod node;
 mod ordered;
 mod rabenseifner;
 mod reduce_binomial;
-mod reduce_tree;
+pub(crate) mod reduce_tree;
 mod ring;
 
 use crate::core::call::{CallDesc, GatherLayout};

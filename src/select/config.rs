@@ -135,11 +135,11 @@ impl Default for ShmConfig {
             zcopy: true,
             ranks_per_node: None,
             leaders: None,
-            chunk: 64 << 10,
-            allreduce_chunk: 256 << 10,
-            slots: 64,
+            chunk: Geometry::DEFAULT.chunk,
+            allreduce_chunk: Geometry::DEFAULT.allreduce_chunk,
+            slots: Geometry::DEFAULT.slots,
             fragment: 0,
-            sets: 2,
+            sets: Geometry::DEFAULT.sets,
             tree: ShmTree::Kary,
             tree_k: 4,
             stream_from: crate::shm::team::STREAM_FROM,
@@ -156,7 +156,7 @@ impl ShmConfig {
         if self.fragment > 0 {
             self.fragment
         } else {
-            16 << 10
+            Geometry::DEFAULT.slot_bytes
         }
     }
 

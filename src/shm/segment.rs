@@ -49,6 +49,14 @@ pub struct Geometry {
     pub sets: usize,
 }
 
+impl Geometry {
+    /// The layout users get without PCOLL_SHM_* settings (`ranks` aside):
+    /// 64 KiB chunks (256 KiB for a flat Allreduce), a queue of 64 slots
+    /// of 16 KiB in 2 sets.
+    pub const DEFAULT: Geometry =
+        Geometry { ranks: 0, chunk: 64 << 10, allreduce_chunk: 256 << 10, slots: 64, slot_bytes: 16 << 10, sets: 2 };
+}
+
 /// Words a rank publishes for its peers during a call (buffer addresses
 /// and lengths for zero copy).
 pub const PUBLISHED: usize = 6;

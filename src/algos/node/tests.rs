@@ -677,7 +677,6 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
     use crate::algos::{Impl, ALGORITHMS};
     use crate::core::call::GatherLayout;
     use crate::core::types::Coll;
-    use crate::select::config::ShmConfig;
     // (size, root) of each call: elements of 8 bytes for reductions (a
     // zero-copy slice of 100_003 / 3 of them is 260 KiB), message bytes
     // for Bcast, bytes of rank 0's block for Gatherv.
@@ -696,7 +695,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
     ];
     let gatherv_plan =
         [(5, 0), (5000, 1), (70_000, 0), (300_000, 1), (300_000, 0), (300_000, 0), (300_000, 0), (300_000, 0)];
-    let geo = ShmConfig::default().geometry(0);
+    let geo = Geometry::DEFAULT;
     let sub_chunk = NodeMemory::default().sizes.sub_chunk;
     let mut tested = 0;
     for algo in ALGORITHMS {

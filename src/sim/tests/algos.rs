@@ -288,3 +288,91 @@ mod gatherv_binomial {
         check(alg, &Params::default(), &case).unwrap().unwrap();
     }
 }
+
+/// The reduction trees with a small scratch budget, so that children are
+/// received in batches.
+mod reduce_tree_batched {
+    use crate::algos::reduce_tree::{allreduce, reduce, Shape};
+    use crate::algos::Params;
+    use crate::core::call::{CallDesc, GatherLayout, Topo};
+    use crate::core::schedule::Schedule;
+    use crate::core::types::Coll;
+
+    fn desc(rank: usize, size: usize, bytes: usize) -> CallDesc {
+        let topo = Topo::default();
+        CallDesc { coll: Coll::Reduce, rank, size, root: 0, bytes, unit: 8, commutative: true, in_place: false, topo }
+    }
+
+    /// A scratch budget of 64 bytes, so that vectors of a few elements are
+    /// received in batches (32 MiB for the registered algorithms).
+    const TEST_BUDGET: usize = 64;
+
+    fn knomial_reduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        reduce(desc, Shape::Knomial(params[0] as usize), TEST_BUDGET)
+    }
+
+    fn kary_reduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        reduce(desc, Shape::Kary(params[0] as usize), TEST_BUDGET)
+    }
+
+    fn knomial_allreduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        allreduce(desc, Shape::Knomial(params[0] as usize), TEST_BUDGET)
+    }
+
+    fn kary_allreduce_batched(desc: &CallDesc, params: &Params, _: &GatherLayout) -> Schedule {
+        allreduce(desc, Shape::Kary(params[0] as usize), TEST_BUDGET)
+    }
+
+    /// The trees with [`TEST_BUDGET`], in the simulator: exact results for
+    /// every fan-out, communicator size, root, MPI_IN_PLACE and operator,
+    /// with children received in batches of one to eight.
+    #[test]
+    fn batched_children_give_exact_results() {
+        use crate::algos::{Algorithm, BuildFn};
+        use crate::sim::check::{check, Case, Data};
+        use crate::sim::{Protocol, SimOptions};
+        let s = reduce(&desc(0, 9, 24), Shape::Kary(8), TEST_BUDGET);
+        assert_eq!(s.steps.iter().filter(|st| !st.recvs.is_empty()).count(), 4, "batches of 2 children");
+        let trees: [(Coll, &str, BuildFn); 4] = [
+            (Coll::Reduce, "knomial", knomial_reduce_batched),
+            (Coll::Reduce, "kary", kary_reduce_batched),
+            (Coll::Allreduce, "knomial", knomial_allreduce_batched),
+            (Coll::Allreduce, "kary", kary_allreduce_batched),
+        ];
+        let mut failures = Vec::new();
+        for (coll, name, build) in trees {
+            let alg = Algorithm::new(coll, name, "batched", build);
+            for p in (1..=24).chain([31, 33, 64]) {
+                let mut roots = if coll == Coll::Reduce { vec![0, p / 2, p - 1] } else { vec![0] };
+                roots.dedup();
+                for (root, k, count) in roots.into_iter().flat_map(|r| {
+                    [2, 4, 8].into_iter().flat_map(move |k| [0, 1, 3, 7, 13].map(move |count| (r, k, count)))
+                }) {
+                    for (in_place, commutative, data) in [
+                        (false, false, Data::Interval),
+                        (true, false, Data::Interval),
+                        (false, true, Data::Bitset),
+                        (true, true, Data::SumU64),
+                    ] {
+                        let mut case = Case::new(coll, p, count);
+                        (case.root, case.in_place, case.commutative, case.data) = (root, in_place, commutative, data);
+                        case.opts = SimOptions { protocol: Protocol::Rendezvous, ..SimOptions::default() };
+                        match check(&alg, &Params::new(&[k]), &case) {
+                            Ok(Some(_)) => {}
+                            Ok(None) => failures.push(format!("{alg:?} refused p={p}")),
+                            Err(e) => {
+                                failures.push(format!("{alg:?} k={k} p={p} root={root} count={count} {data:?}: {e}"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} failure(s):\n{}",
+            failures.len(),
+            failures[..failures.len().min(20)].join("\n")
+        );
+    }
+}
