@@ -369,7 +369,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_flat",
         "one node: every rank combines every rank's vector from shared memory (small vectors)",
-        node::reduce::run_flat,
+        node::reduce_flat::run_flat,
         node::on_one_node,
     )
     .canonical(),
@@ -377,7 +377,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
-        node::reduce::run_partition,
+        node::reduce_partition::run_partition,
         node::on_one_node,
     )
     .canonical(),
@@ -385,7 +385,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
-        node::reduce::run_zero_copy,
+        node::reduce_zcopy::run_zero_copy,
         node::on_one_node_zero_copy,
     )
     .canonical(),
@@ -393,7 +393,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_flat",
         "one node: the root combines every rank's vector from shared memory (small vectors)",
-        node::reduce::run_flat,
+        node::reduce_flat::run_flat,
         node::on_one_node,
     )
     .canonical(),
@@ -401,7 +401,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
-        node::reduce::run_partition,
+        node::reduce_partition::run_partition,
         node::on_one_node,
     )
     .canonical(),
@@ -409,7 +409,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
-        node::reduce::run_zero_copy,
+        node::reduce_zcopy::run_zero_copy,
         node::on_one_node_zero_copy,
     )
     .canonical(),

@@ -10,7 +10,10 @@
 
 pub mod bcast;
 pub mod gatherv_shm;
-pub mod reduce;
+pub mod reduce_flat;
+pub mod reduce_partition;
+pub mod reduce_zcopy;
+pub mod reduction;
 
 use crate::adapt::choice::TimedChoice;
 use crate::adapt::Adaptation;
@@ -103,10 +106,10 @@ impl Default for QueueSettings {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sizes {
     /// Zero-copy Reduce: bytes of a sub-chunk, per peer in scratch
-    /// ([`reduce::SUB_CHUNK`] by default).
+    /// ([`reduction::SUB_CHUNK`] by default).
     pub sub_chunk: usize,
     /// Flat Reduce: the least bytes of a chunk
-    /// ([`reduce::REDUCE_CHUNK_FLOOR`]).
+    /// ([`reduce_flat::REDUCE_CHUNK_FLOOR`]).
     pub reduce_chunk_floor: usize,
     /// Direct Gatherv: bytes of the pieces that owner and root claim
     /// ([`gatherv_shm::PIECE`]).
@@ -116,8 +119,8 @@ pub struct Sizes {
 impl Default for Sizes {
     fn default() -> Self {
         Sizes {
-            sub_chunk: reduce::SUB_CHUNK,
-            reduce_chunk_floor: reduce::REDUCE_CHUNK_FLOOR,
+            sub_chunk: reduction::SUB_CHUNK,
+            reduce_chunk_floor: reduce_flat::REDUCE_CHUNK_FLOOR,
             gatherv_piece: gatherv_shm::PIECE,
         }
     }
