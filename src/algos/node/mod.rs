@@ -8,7 +8,10 @@
 //! Everything here is plain memory, so tests map a segment in a heap
 //! buffer and run ranks as threads.
 
-pub mod bcast;
+pub mod bcast_pipeline;
+pub mod bcast_queue;
+pub mod bcast_timed;
+pub mod bcast_zcopy;
 pub mod gatherv_shm;
 pub mod reduce_flat;
 pub mod reduce_partition;
@@ -36,9 +39,9 @@ pub struct NodeMemory {
     pub queue_op: u64,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
-    /// Bcast's timings of its methods, as root (from [`bcast::TIMED_FROM`]
+    /// Bcast's timings of its methods, as root (from [`bcast_timed::TIMED_FROM`]
     /// bytes by default).
-    pub bcast_method: TimedChoice<bcast::Method>,
+    pub bcast_method: TimedChoice<bcast_timed::Method>,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
 }
@@ -51,7 +54,7 @@ impl Default for NodeMemory {
             sizes: Sizes::default(),
             queue_op: 0,
             line_copies: Vec::new(),
-            bcast_method: TimedChoice::new(bcast::TIMED_FROM),
+            bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             adaptation: Adaptation::default(),
         }
     }
@@ -92,12 +95,12 @@ impl NodeMemory {
 #[derive(Clone, Copy, Debug)]
 pub struct QueueSettings {
     pub fragment: usize,
-    pub tree: bcast::Tree,
+    pub tree: bcast_queue::Tree,
 }
 
 impl Default for QueueSettings {
     fn default() -> Self {
-        QueueSettings { fragment: 0, tree: bcast::Tree::Kary(4) }
+        QueueSettings { fragment: 0, tree: bcast_queue::Tree::Kary(4) }
     }
 }
 

@@ -84,7 +84,7 @@ pub(super) const TEST_SETTINGS: NodeSettings = NodeSettings {
 pub(super) const TEST_ADAPT_FROM: usize = 256;
 
 /// Message bytes from which a `shm` Bcast times its methods in the
-/// threaded tests (256 KiB by default, [`super::bcast::TIMED_FROM`]), so
+/// threaded tests (256 KiB by default, [`super::bcast_timed::TIMED_FROM`]), so
 /// that their small messages run both.
 pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
 
@@ -466,7 +466,8 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
 
 #[test]
 fn broadcasts_deliver_every_byte_across_many_calls() {
-    use super::bcast::{self, Tree};
+    use super::bcast_queue::{queue, Tree};
+    use super::{bcast_pipeline::pipeline, bcast_zcopy::zero_copy};
     for p in [1, 2, 3, 4, 6, 8] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(p as u64 * 31 + rank as u64);
@@ -480,12 +481,12 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
                 let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
                 jitter(&mut rng);
                 match algo {
-                    0 => bcast::pipeline(team, &mut data, root),
-                    1 => bcast::queue(team, &mut data, root, fragment, Tree::Flat),
-                    2 => bcast::queue(team, &mut data, root, fragment, Tree::Chain),
-                    3 => bcast::queue(team, &mut data, root, fragment, Tree::Kary(2)),
-                    4 => bcast::queue(team, &mut data, root, fragment, Tree::Knomial(3)),
-                    _ => bcast::zero_copy(team, &mut data, root),
+                    0 => pipeline(team, &mut data, root),
+                    1 => queue(team, &mut data, root, fragment, Tree::Flat),
+                    2 => queue(team, &mut data, root, fragment, Tree::Chain),
+                    3 => queue(team, &mut data, root, fragment, Tree::Kary(2)),
+                    4 => queue(team, &mut data, root, fragment, Tree::Knomial(3)),
+                    _ => zero_copy(team, &mut data, root),
                 }
                 assert_eq!(data, want, "p={p} rank={rank} call={call} algo={algo} n={n} root={root}");
             }
@@ -500,13 +501,13 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 /// ranks outnumber cores, every byte arrives through the pipeline, untimed.
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
-    use super::bcast;
+    use super::bcast_timed::timed;
     use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
-        bcast::timed(team, &mut data, root);
+        timed(team, &mut data, root);
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
@@ -544,16 +545,17 @@ fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
 /// tagged, so both were used); where ranks outnumber cores, untimed.
 #[test]
 fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
-    use super::bcast::{self, Tree};
+    use super::bcast_pipeline::pipeline;
+    use super::bcast_queue::{queue, Tree};
     use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = TEST_ADAPT_FROM + plan.below(TEST_ADAPT_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         match call % 3 {
-            0 => bcast::pipeline(team, &mut data, root),
-            1 => bcast::queue(team, &mut data, root, 0, Tree::Flat),
-            _ => bcast::queue(team, &mut data, root, 0, Tree::Knomial(2)),
+            0 => pipeline(team, &mut data, root),
+            1 => queue(team, &mut data, root, 0, Tree::Flat),
+            _ => queue(team, &mut data, root, 0, Tree::Knomial(2)),
         }
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
@@ -613,7 +615,7 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                     let from = (root + 1) % p;
                     let want: Vec<u8> = (0..300).map(|i| (i * 3 + call) as u8).collect();
                     let mut data = if rank == from { want.clone() } else { vec![0; 300] };
-                    super::bcast::pipeline(team, &mut data, from);
+                    super::bcast_pipeline::pipeline(team, &mut data, from);
                     assert_eq!(data, want, "p={p} call={call}: the Bcast after the Gatherv");
                 }
             }
