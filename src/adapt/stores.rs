@@ -4,13 +4,12 @@
 //! Streaming stores ([`crate::shm::stream`]) leave a copied chunk in memory;
 //! ordinary stores leave it in the writer's cache. Where the two cores
 //! share a last-level cache the reader gets ordinary stores' lines from
-//! there, and a 512 KiB-8 MiB Allreduce of 2 ranks runs 1.6-2.3 times as
-//! fast as stock Open MPI instead of 1.2-1.45 (with 256 KiB chunks). Where
-//! they do not, the writer first pulls back every line the reader holds
-//! and ordinary stores are 2-3 times slower (0.65-1.1 against stock).
-//! Nothing measured at start tells the two apart (the handoff probe read
-//! 3.4 us in both), and a virtual machine's state changes under a running
-//! job. So each rank times its copy-ins and folds (not the waits, which
+//! there, and a large Allreduce of 2 ranks runs up to 1.6 times as fast
+//! as with streaming stores. Where they do not, the writer first pulls
+//! back every line the reader holds and ordinary stores are 2-3 times
+//! slower. Nothing measured at start tells the two apart, and a virtual
+//! machine's state changes under a running job (docs/measurements.md).
+//! So each rank times its copy-ins and folds (not the waits, which
 //! carry the others' lateness) made with either kind and uses the cheaper
 //! ([`super::choice`]: per size class from [`super::Adaptation::from`],
 //! the first call a warm-up, one call in 64 exploring).
@@ -23,10 +22,8 @@
 //! the root's reads. So the root chooses for everyone ([`announce`]): it
 //! times its whole call (from its arrival to its last fold or copy-out)
 //! and publishes its pick in a step of its own, which the others wait for
-//! before they copy in. 2 ranks, cores that share a cache, streaming
-//! against ordinary stores throughout: `shm_partition` 4 KiB 1.72 against
-//! 1.79 us, 32 KiB 7.8 against 7.0-7.3, 128 KiB 29.1 against 25.3;
-//! `shm_flat` 512 KiB 107 against 89, 2 MiB 391 against 309.
+//! before they copy in (2 ranks, cores that share a cache: a 2 MiB
+//! `shm_flat` Reduce took a fifth less time with ordinary stores).
 //!
 //! Limitations: a rank's time reflects its peers' stores as much as its
 //! own (its folds read their areas), which works because ranks explore
@@ -36,7 +33,7 @@
 //! one call in 64 is 2-3 times slower, about 3% on average; a Reduce's
 //! non-roots wait for the root's arrival before they copy in. Memory: a
 //! few words per class. Seed: none (pcoll's own, from the measurements
-//! above).
+//! in docs/measurements.md).
 
 use std::time::{Duration, Instant};
 
@@ -51,9 +48,8 @@ use crate::shm::team::{Team, STREAM_FROM};
 /// Vector bytes from which a flat Allreduce chooses: PCOLL_SHM_STREAM's
 /// default (below, copies into the segment use ordinary stores anyway).
 /// From 4 KiB a call is long enough to time (a few us), and where the
-/// cores share a cache ordinary stores gain there too: 2 ranks, 4 KiB
-/// 1.55-1.69 against 1.75-1.84 us, 8 KiB 2.27-2.36 against 2.69-2.83, 32
-/// KiB 7.7-8.3 against 9.0-9.8 (both MPIs). The default of
+/// cores share a cache ordinary stores gain there too (4 KiB, 2 ranks:
+/// about a tenth less time; docs/measurements.md). The default of
 /// [`super::Adaptation::from`].
 pub const ADAPT_FROM: usize = STREAM_FROM;
 
@@ -155,9 +151,9 @@ impl RootPick {
 /// its `writable` for the call's first step has waited for the root's
 /// `finish` of its previous call, which is when the root sets it. The
 /// root times its calls whose other blocks share a class, from its
-/// arrival to its last copy. 2 ranks, cores that share a cache, all
-/// streaming against all ordinary: 8 KiB blocks 2.65 against 2.44 us, 32
-/// KiB 9.2 against 8.2, 128 KiB 24.3 against 22.4. A Bcast reader keeps
+/// arrival to its last copy (2 ranks, cores that share a cache, 8-128
+/// KiB blocks: about a tenth less time with ordinary stores;
+/// docs/measurements.md). A Bcast reader keeps
 /// the same kind of choice for its root's copies ([`BcastStores`]).
 #[derive(Debug)]
 pub struct ReaderChoice {
@@ -282,10 +278,9 @@ impl ReaderChoice {
 /// wishes. The root reads every reader's wish when it arrives and streams
 /// if any of them wants it. A root may start a call before a reader has
 /// published its wish, so the root tags the message with the stores it
-/// used, and the reader counts its time for those. 2 ranks, cores that
-/// share a cache, streaming against ordinary stores: 4 KiB 1.59 against
-/// 1.38-1.41 us, 8 KiB 2.29-2.31 against 1.97-2.05, 12 KiB 2.98-2.99
-/// against 2.48-2.58.
+/// used, and the reader counts its time for those (2 ranks, cores that
+/// share a cache, 4-12 KiB: about an eighth less time with ordinary
+/// stores; docs/measurements.md).
 pub enum BcastStores {
     /// Copies stream as [`Team::streams`] says.
     Unchosen,

@@ -369,7 +369,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_flat",
         "one node: every rank combines every rank's vector from shared memory (small vectors)",
-        node::reduce::run_flat,
+        node::reduce_flat::run_flat,
         node::on_one_node,
     )
     .canonical(),
@@ -377,7 +377,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
-        node::reduce::run_partition,
+        node::reduce_partition::run_partition,
         node::on_one_node,
     )
     .canonical(),
@@ -385,7 +385,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Allreduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
-        node::reduce::run_zero_copy,
+        node::reduce_zcopy::run_zero_copy,
         node::on_one_node_zero_copy,
     )
     .canonical(),
@@ -393,7 +393,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_flat",
         "one node: the root combines every rank's vector from shared memory (small vectors)",
-        node::reduce::run_flat,
+        node::reduce_flat::run_flat,
         node::on_one_node,
     )
     .canonical(),
@@ -401,7 +401,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
-        node::reduce::run_partition,
+        node::reduce_partition::run_partition,
         node::on_one_node,
     )
     .canonical(),
@@ -409,7 +409,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Reduce,
         "shm_zcopy",
         "one node: each rank combines 1/p read straight from its peers' buffers (large vectors)",
-        node::reduce::run_zero_copy,
+        node::reduce_zcopy::run_zero_copy,
         node::on_one_node_zero_copy,
     )
     .canonical(),
@@ -417,28 +417,28 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Bcast,
         "shm_pipeline",
         "one node: through two shared chunks, copy-in and copy-out overlapped",
-        node::bcast::run_pipeline,
+        node::bcast_pipeline::run_pipeline,
         node::on_one_node,
     ),
     Algorithm::node(
         Coll::Bcast,
         "shm_queue",
         "one node: seed 002's queue of fragments, sets and notification tree (PCOLL_SHM_*)",
-        node::bcast::run_queue,
+        node::bcast_queue::run_queue,
         node::on_one_node,
     ),
     Algorithm::node(
         Coll::Bcast,
         "shm_zcopy",
         "one node: straight from the root's buffer, root and readers sharing the copying",
-        node::bcast::run_zero_copy,
+        node::bcast_zcopy::run_zero_copy,
         node::on_one_node_zero_copy,
     ),
     Algorithm::node(
         Coll::Bcast,
         "shm",
         "one node: zero copy, or from 256 KiB the pipeline where the root's timings favour it",
-        node::bcast::run_timed,
+        node::bcast_timed::run_timed,
         node::on_one_node_zero_copy,
     ),
     Algorithm::node(

@@ -1,6 +1,6 @@
 //! Ordered reduction, PCOLL_REPRODUCIBLE's point-to-point algorithm: every
 //! element is combined as `x0 ∘ (x1 ∘ (... ∘ x(p-1)))`, the canonical order
-//! of the node algorithms ([`crate::algos::node::reduce::fold`]), so the
+//! of the node algorithms ([`crate::algos::node::reduction::fold`]), so the
 //! result is bitwise the same whatever the layout of ranks on nodes and
 //! however the vector is cut.
 //!

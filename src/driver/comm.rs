@@ -13,7 +13,7 @@ use super::cache::ScheduleCache;
 use super::host::{Code, Host};
 use super::thread::PerThread;
 use crate::algos::multinode::Memo;
-use crate::algos::node::bcast::Tree;
+use crate::algos::node::bcast_queue::Tree;
 use crate::algos::node::{NodeMemory, QueueSettings};
 use crate::core::call::Topo;
 use crate::select::config::{ShmConfig, ShmTree};

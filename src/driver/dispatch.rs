@@ -10,7 +10,7 @@ use super::thread::PerThread;
 use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
 use crate::algos::multinode::{BetweenPlan, OneSided};
 use crate::algos::node::gatherv_shm::Gather;
-use crate::algos::node::{reduce, NodeCall, NodeMemory, Team};
+use crate::algos::node::{reduction, NodeCall, NodeMemory, Team};
 use crate::algos::Impl;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
@@ -42,7 +42,8 @@ pub fn execute<H: Host>(
             let Some(mut team_state) = node.state.take() else { host.abort(CONTENDED) };
             // Only reductions use scratch on a node (for zero copy's sub-chunks).
             let sub_chunk = team_state.memory.sizes.sub_chunk;
-            let need = if call.desc.coll.is_reduction() { reduce::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
+            let need =
+                if call.desc.coll.is_reduction() { reduction::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
             t.with_scratch(need, |scratch| {
                 let bufs = Buffers { send, recv, scratch };
                 run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, combiner);

@@ -10,16 +10,13 @@
 //! prefetches still in flight when the wait ends queue ahead of the
 //! loads that follow.
 //!
-//! Measured (2 ranks, the benchmark's cold rotating buffers, 3 runs each,
-//! before -> after): MPICH host, Reduce of 8 B 0.51-0.57 -> 0.38-0.47 us,
-//! 512 B 0.67-0.77 -> 0.48-0.56 us, 16 KiB 3.9-4.5 -> 3.5 us; Bcast of 2
-//! KiB 0.84-0.88 -> 0.63-0.64 us, 8 KiB 2.0 -> 1.8 us; Open MPI host,
-//! Allreduce of 512 B 0.76-0.90 -> 0.55-0.62 us. Where the rank has work
-//! of its own before or after the wait, it lost: an Allreduce prefetching
-//! the send buffer its copy-in reads at once (4 KiB: 10% slower), or 16
-//! KiB of receive buffer while its peers' copies end with its own (3%); a
-//! Gatherv root prefetching the others' places before copying its own
-//! block (8 KiB: 2.4 -> 2.8 us). Gatherv has none.
+//! With the benchmark's cold rotating buffers a Reduce of 8 B on 2 ranks
+//! took a fifth less time. Where the rank has work of its own before or
+//! after the wait, it lost: an Allreduce prefetching the send buffer its
+//! copy-in reads at once (4 KiB: 10% slower), or 16 KiB of receive buffer
+//! while its peers' copies end with its own; a Gatherv root prefetching
+//! the others' places before copying its own block. Gatherv has none.
+//! Measurements: docs/measurements.md.
 //!
 //! Larger buffers are left to the hardware prefetchers, which follow a
 //! stream of misses on their own once the copy runs; but not the misses
@@ -79,14 +76,10 @@ impl Default for Ahead {
 /// An application's buffer is often cold (the benchmark's always are),
 /// and a store to a line not in cache first reads the line; the hardware
 /// prefetchers follow loads, not stores, so those reads otherwise come one
-/// or two at a time. Measured on the 2-vCPU Xeon VM, both processes at
-/// once, into cold lines from cached ones: a sum of two vectors of
-/// doubles took 10.7 us for 64 KiB without the requests and 9.4 with,
-/// 128 KiB 20.5 against 16.9, 32 KiB 5.4 against 5.1; glibc's memcpy
-/// (which avoids the reads where it uses `rep movsb`) 12.5 against 10.7
-/// us for 128 KiB, 227 against 200 for 2 MiB, and no gain at 32 KiB.
-/// Below that the pieces cost more than the requests save (an 8 KiB copy
-/// 0.56 against 1.3 us).
+/// or two at a time. With the requests a sum of two 128 KiB vectors of
+/// doubles into cold lines took a sixth less time (2-vCPU Xeon VM); below
+/// 32 KiB the pieces cost more than the requests save
+/// (docs/measurements.md).
 pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl FnMut(Range<usize>, &mut [u8])) {
     let len = dst.len();
     if ahead.from == 0 || len < ahead.from {

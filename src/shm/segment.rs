@@ -39,7 +39,7 @@ pub struct Geometry {
     /// Bytes of the chunks most algorithms move through a chunk area.
     pub chunk: usize,
     /// Bytes of the chunks a flat Allreduce moves (fewer handoffs, and
-    /// room for ordinary stores to pay, [`super::stores`]); the two chunk
+    /// room for ordinary stores to pay, [`crate::adapt::stores`]); the two chunk
     /// areas per rank hold the larger of the two.
     pub allreduce_chunk: usize,
     /// Broadcast queue: slots per rank and bytes per slot.
@@ -66,13 +66,11 @@ pub const INLINE: usize = 56;
 
 /// Lines of a slot: an Allreduce chunk of up to `LINES * INLINE` bytes
 /// travels in lines that each carry its step
-/// ([`super::team::Team::put_lines`]). 2 ranks, cores apart, against a
-/// chunk area: 64 B 0.62-0.63 against 0.87-0.88 us, 128 B 0.71-0.73
-/// against 0.90-0.94, 168 B 0.74-0.77 against 0.90-0.92. Not beyond: with
-/// 16 lines, 512 and 896 B got slower (0.70-0.73 against 0.57 us, 0.87-0.91
-/// against 0.61, cores sharing a cache), the readers polling lines not yet
-/// written. A constant of the layout: the threaded tests choose their
-/// lengths around `LINES * INLINE`.
+/// ([`super::team::Team::put_lines`]): 64 B in 0.62 us against 0.87
+/// through a chunk area (2 ranks, cores apart). Not beyond: with 16
+/// lines, 512 and 896 B got slower, the readers polling lines not yet
+/// written (docs/measurements.md). A constant of the layout: the threaded
+/// tests choose their lengths around `LINES * INLINE`.
 pub const LINES: usize = 3;
 
 /// Slots per rank: a step's slot is reused [`SLOTS`] steps later, so a

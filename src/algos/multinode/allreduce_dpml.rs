@@ -36,7 +36,7 @@
 //! per unit of time (the seed's reason for several leaders).
 
 use super::{between_nodes_call, Part};
-use crate::algos::node::reduce::{
+use crate::algos::node::reduction::{
     fold, fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT,
 };
 use crate::algos::node::NodeCall;
@@ -134,7 +134,7 @@ fn copy_in(
     c: &dyn Combiner,
 ) {
     let n = vector_len(bufs);
-    let chunk = crate::algos::node::reduce::chunk_len(team, unit);
+    let chunk = crate::algos::node::reduction::chunk_len(team, unit);
     let (me, q) = (team.rank, team.size);
     let mut off = 0;
     while off < n {

@@ -52,7 +52,7 @@ use std::time::Instant;
 use super::OneSided;
 use super::Part;
 use crate::adapt::chunk::ChunkSearch;
-use crate::algos::node::reduce::{chunk_len, fold, slice_bytes, vector_len};
+use crate::algos::node::reduction::{chunk_len, fold, slice_bytes, vector_len};
 use crate::algos::node::NodeCall;
 use crate::algos::node::Team;
 use crate::algos::ParamSpec;

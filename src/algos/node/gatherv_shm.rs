@@ -11,19 +11,20 @@
 //!   published the buffer's address and the layout; all such blocks move
 //!   at once, each by its owner (pulling everything would make the root
 //!   the hot spot). In the auto mode, unless ranks outnumber cores, the
-//!   block's last `1/p` (at most an area) goes through its owner's area, copied in before the
-//!   owner publishes and out by the root once its own block is in place
-//!   ([`through_segment`]). The root then helps with the rest: it is cut
-//!   into pieces ([`super::Sizes::gatherv_piece`]), the owner writes them
-//!   from the front and the root reads them from the back, each piece
-//!   claimed by one compare-and-swap on a word of the owner's, until they
-//!   meet (an owner whose block the root read waits until the root is
-//!   done, as the root reads its send buffer). The root knows every block's length, hence every owner's
-//!   choice, and waits for each accordingly. Two steps per call. From
+//!   block's last `1/p` (at most an area) goes through its owner's area,
+//!   copied in before the owner publishes and out by the root once its
+//!   own block is in place (`through_segment`). The root then helps with
+//!   the rest: it is cut into pieces ([`super::Sizes::gatherv_piece`]),
+//!   the owner writes them from the front and the root reads them from
+//!   the back, each piece claimed by one compare-and-swap on a word of the
+//!   owner's, until they meet (an owner whose block the root read waits
+//!   until the root is done, as the root reads its send buffer). The root
+//!   knows every block's length, hence every owner's choice, and waits
+//!   for each accordingly. Two steps per call. From
 //!   PCOLL_SHM_STREAM_OUT bytes the root copies its own block with
 //!   streaming stores ([`crate::shm::team::STREAM_OUT_FROM`]). Copies into
 //!   the owners' areas use the stores the root wants
-//!   ([`super::stores::ReaderChoice`]).
+//!   ([`crate::adapt::stores::ReaderChoice`]).
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
@@ -46,12 +47,11 @@
 //! `2 Σ n_i` bytes, the root's `Σ n_i` in sequence; zero copy moves
 //! `max n_i` on every rank in parallel, less what the root takes over
 //! after its own block: with 2 ranks, a 2 MiB block costs the larger of
-//! the owner's share and the root's own copy plus its share, 373-460
-//! against 414-525 µs when the owner wrote it all (and 1.4-1.7 against
-//! 1.7-2.4 ms at 8 MiB). The ends through the areas add `Σ n_i / p` to
-//! the root's copies and take it off the owners' slower cross-memory
-//! ones: 2 ranks, 128 KiB blocks, 20.7-22.5 against 25.9-29.6 µs (512
-//! KiB: 76-78 against 83-93 µs).
+//! the owner's share and the root's own copy plus its share, about a
+//! tenth less than when the owner wrote it all. The ends through the
+//! areas add `Σ n_i / p` to the root's copies and take it off the owners'
+//! slower cross-memory ones (2 ranks, 128 KiB blocks: a fifth less
+//! time). Measurements: docs/measurements.md.
 //! Seed: 001's Gatherv within a node, where a single copy does what its
 //! message chains do over a network.
 
@@ -143,14 +143,11 @@ fn goes_direct(mode: Mode, len: usize, chunk: usize) -> bool {
 /// owner's chunk area (auto mode): `1/p` of the block, at most an area.
 /// Copying in is the owner's cheapest way to move bytes and copying out
 /// the root's, both well under half the cost per byte of a cross-memory
-/// copy (2 ranks, 128 KiB blocks: the owner's 64 KiB through the area
-/// 4.4 us, the root's copy out 6.9 us, against 15.5 us for the other 64
-/// KiB written across), while the root is busy with its own block; with
-/// more ranks the root copies `p - 1` such ends, hence the `1/p`. Not
-/// where ranks outnumber cores: there the ranks share the cores' time, so
-/// the bytes moved count and not their balance (4 ranks on 2 cores, 128
-/// KiB blocks, alternating runs: 61-66 us with the ends through the
-/// areas, 56-64 without; 2 MiB: 771-847 against 742-810).
+/// copy, while the root is busy with its own block; with more ranks the
+/// root copies `p - 1` such ends, hence the `1/p`. Not where ranks
+/// outnumber cores: there the ranks share the cores' time, so the bytes
+/// moved count and not their balance (4 ranks on 2 cores: about 5%
+/// slower with the ends through the areas; docs/measurements.md).
 fn through_segment(team: &Team<'_>, mode: Mode, len: usize) -> usize {
     match mode {
         Mode::Auto if !team.settings.oversubscribed => (len / team.size).min(team.seg.geo.area()),

@@ -8,9 +8,15 @@
 //! Everything here is plain memory, so tests map a segment in a heap
 //! buffer and run ranks as threads.
 
-pub mod bcast;
+pub mod bcast_pipeline;
+pub mod bcast_queue;
+pub mod bcast_timed;
+pub mod bcast_zcopy;
 pub mod gatherv_shm;
-pub mod reduce;
+pub mod reduce_flat;
+pub mod reduce_partition;
+pub mod reduce_zcopy;
+pub mod reduction;
 
 use crate::adapt::choice::TimedChoice;
 use crate::adapt::Adaptation;
@@ -33,9 +39,9 @@ pub struct NodeMemory {
     pub queue_op: u64,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
-    /// Bcast's timings of its methods, as root (from [`bcast::TIMED_FROM`]
+    /// Bcast's timings of its methods, as root (from [`bcast_timed::TIMED_FROM`]
     /// bytes by default).
-    pub bcast_method: TimedChoice<bcast::Method>,
+    pub bcast_method: TimedChoice<bcast_timed::Method>,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
 }
@@ -48,7 +54,7 @@ impl Default for NodeMemory {
             sizes: Sizes::default(),
             queue_op: 0,
             line_copies: Vec::new(),
-            bcast_method: TimedChoice::new(bcast::TIMED_FROM),
+            bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             adaptation: Adaptation::default(),
         }
     }
@@ -89,12 +95,12 @@ impl NodeMemory {
 #[derive(Clone, Copy, Debug)]
 pub struct QueueSettings {
     pub fragment: usize,
-    pub tree: bcast::Tree,
+    pub tree: bcast_queue::Tree,
 }
 
 impl Default for QueueSettings {
     fn default() -> Self {
-        QueueSettings { fragment: 0, tree: bcast::Tree::Kary(4) }
+        QueueSettings { fragment: 0, tree: bcast_queue::Tree::Kary(4) }
     }
 }
 
@@ -103,10 +109,10 @@ impl Default for QueueSettings {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sizes {
     /// Zero-copy Reduce: bytes of a sub-chunk, per peer in scratch
-    /// ([`reduce::SUB_CHUNK`] by default).
+    /// ([`reduction::SUB_CHUNK`] by default).
     pub sub_chunk: usize,
     /// Flat Reduce: the least bytes of a chunk
-    /// ([`reduce::REDUCE_CHUNK_FLOOR`]).
+    /// ([`reduce_flat::REDUCE_CHUNK_FLOOR`]).
     pub reduce_chunk_floor: usize,
     /// Direct Gatherv: bytes of the pieces that owner and root claim
     /// ([`gatherv_shm::PIECE`]).
@@ -116,8 +122,8 @@ pub struct Sizes {
 impl Default for Sizes {
     fn default() -> Self {
         Sizes {
-            sub_chunk: reduce::SUB_CHUNK,
-            reduce_chunk_floor: reduce::REDUCE_CHUNK_FLOOR,
+            sub_chunk: reduction::SUB_CHUNK,
+            reduce_chunk_floor: reduce_flat::REDUCE_CHUNK_FLOOR,
             gatherv_piece: gatherv_shm::PIECE,
         }
     }

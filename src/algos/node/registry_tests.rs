@@ -8,7 +8,7 @@
 use std::sync::atomic::AtomicU64;
 
 use super::gatherv_shm::Gather;
-use super::reduce::zero_copy_scratch;
+use super::reduction::zero_copy_scratch;
 use super::tests::{element, expected, jitter, on_threads, Interval, TEST_GEO};
 use super::NodeCall;
 use crate::algos::{Impl, ALGORITHMS};

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::reduce;
+use super::{reduce_flat, reduce_partition, reduce_zcopy, reduction};
 use super::{NodeMemory, Sizes, Team};
 use crate::adapt::choice::TimedChoice;
 use crate::adapt::Adaptation;
@@ -84,7 +84,7 @@ pub(super) const TEST_SETTINGS: NodeSettings = NodeSettings {
 pub(super) const TEST_ADAPT_FROM: usize = 256;
 
 /// Message bytes from which a `shm` Bcast times its methods in the
-/// threaded tests (256 KiB by default, [`super::bcast::TIMED_FROM`]), so
+/// threaded tests (256 KiB by default, [`super::bcast_timed::TIMED_FROM`]), so
 /// that their small messages run both.
 pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
 
@@ -203,7 +203,7 @@ fn flat_allreduce_is_exact_around_what_slot_lines_hold() {
                     let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
                     let mut bufs =
                         Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
-                    reduce::flat(team, &mut bufs, 8, None, &op);
+                    reduce_flat::flat(team, &mut bufs, 8, None, &op);
                     assert_elements_from(&recv, p, 0, || format!("p={p} rank={rank} call={call} count={count}"));
                 }
             }
@@ -236,14 +236,14 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
                 let input = vector(p, rank, count);
                 let mut recv =
                     if in_place && is_out { input.clone() } else { vec![0xEE; if is_out { count * 8 } else { 0 }] };
-                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+                let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let send = (!(in_place && is_out)).then_some(&input[..]);
                 let mut bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                 jitter(&mut rng);
                 match algo {
-                    Algo::Flat => reduce::flat(team, &mut bufs, 8, root, &op),
-                    Algo::Partition => reduce::partition(team, &mut bufs, 8, root, &op),
-                    Algo::ZeroCopy => reduce::zero_copy(team, &mut bufs, 8, root, &op),
+                    Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &op),
+                    Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, root, &op),
+                    Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, root, &op),
                 }
                 if is_out {
                     for (j, e) in recv.chunks_exact(8).enumerate() {
@@ -332,7 +332,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
                 let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
                 let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
                 jitter(&mut rng);
-                reduce::flat(team, &mut bufs, 8, None, &op);
+                reduce_flat::flat(team, &mut bufs, 8, None, &op);
                 assert_elements_from(&recv, p, first, || format!("p={p} rank={rank} call={call} in_place={in_place}"));
             }
         });
@@ -363,9 +363,9 @@ fn adaptive_reduce_is_exact_with_either_stores() {
         let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
         let partitioned = call % 3 == 1;
         if partitioned {
-            reduce::partition(team, &mut bufs, 8, Some(root), &op);
+            reduce_partition::partition(team, &mut bufs, 8, Some(root), &op);
         } else {
-            reduce::flat(team, &mut bufs, 8, Some(root), &op);
+            reduce_flat::flat(team, &mut bufs, 8, Some(root), &op);
         }
         assert_elements_from(&recv, p, first, || {
             format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
@@ -406,12 +406,12 @@ fn node_reductions_combine_in_the_canonical_order() {
                 let is_out = root.is_none_or(|r| r == rank);
                 let input: Vec<u8> = (0..count).flat_map(|j| x(rank, j).to_le_bytes()).collect();
                 let mut recv = vec![0u8; if is_out { count * 8 } else { 0 }];
-                let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+                let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
                 match algo {
-                    Algo::Flat => reduce::flat(team, &mut bufs, 8, root, &Order),
-                    Algo::Partition => reduce::partition(team, &mut bufs, 8, root, &Order),
-                    Algo::ZeroCopy => reduce::zero_copy(team, &mut bufs, 8, root, &Order),
+                    Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &Order),
+                    Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, root, &Order),
+                    Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, root, &Order),
                 }
                 for (j, e) in recv.chunks_exact(8).enumerate() {
                     let want = (0..p - 1).rev().fold(x(p - 1, j), |acc, r| combine_order(x(r, j), acc));
@@ -446,12 +446,12 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
             (0..count).flat_map(|j| (VALUES[(rank + j) % 5] * (1 + j % 3) as f64).to_le_bytes()).collect();
         for algo in [Algo::Flat, Algo::Partition, Algo::ZeroCopy] {
             let mut recv = vec![0u8; count * 8];
-            let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+            let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
             let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
             match algo {
-                Algo::Flat => reduce::flat(team, &mut bufs, 8, None, &SumF64),
-                Algo::Partition => reduce::partition(team, &mut bufs, 8, None, &SumF64),
-                Algo::ZeroCopy => reduce::zero_copy(team, &mut bufs, 8, None, &SumF64),
+                Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, None, &SumF64),
+                Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, None, &SumF64),
+                Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, None, &SumF64),
             }
             results[rank].lock().unwrap().push(recv);
         }
@@ -466,7 +466,8 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
 
 #[test]
 fn broadcasts_deliver_every_byte_across_many_calls() {
-    use super::bcast::{self, Tree};
+    use super::bcast_queue::{queue, Tree};
+    use super::{bcast_pipeline::pipeline, bcast_zcopy::zero_copy};
     for p in [1, 2, 3, 4, 6, 8] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(p as u64 * 31 + rank as u64);
@@ -480,12 +481,12 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
                 let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
                 jitter(&mut rng);
                 match algo {
-                    0 => bcast::pipeline(team, &mut data, root),
-                    1 => bcast::queue(team, &mut data, root, fragment, Tree::Flat),
-                    2 => bcast::queue(team, &mut data, root, fragment, Tree::Chain),
-                    3 => bcast::queue(team, &mut data, root, fragment, Tree::Kary(2)),
-                    4 => bcast::queue(team, &mut data, root, fragment, Tree::Knomial(3)),
-                    _ => bcast::zero_copy(team, &mut data, root),
+                    0 => pipeline(team, &mut data, root),
+                    1 => queue(team, &mut data, root, fragment, Tree::Flat),
+                    2 => queue(team, &mut data, root, fragment, Tree::Chain),
+                    3 => queue(team, &mut data, root, fragment, Tree::Kary(2)),
+                    4 => queue(team, &mut data, root, fragment, Tree::Knomial(3)),
+                    _ => zero_copy(team, &mut data, root),
                 }
                 assert_eq!(data, want, "p={p} rank={rank} call={call} algo={algo} n={n} root={root}");
             }
@@ -500,13 +501,13 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 /// ranks outnumber cores, every byte arrives through the pipeline, untimed.
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
-    use super::bcast;
+    use super::bcast_timed::timed;
     use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
-        bcast::timed(team, &mut data, root);
+        timed(team, &mut data, root);
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
@@ -544,16 +545,17 @@ fn a_bcast_reader_counts_its_time_for_the_stores_the_root_used() {
 /// tagged, so both were used); where ranks outnumber cores, untimed.
 #[test]
 fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
-    use super::bcast::{self, Tree};
+    use super::bcast_pipeline::pipeline;
+    use super::bcast_queue::{queue, Tree};
     use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = TEST_ADAPT_FROM + plan.below(TEST_ADAPT_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         match call % 3 {
-            0 => bcast::pipeline(team, &mut data, root),
-            1 => bcast::queue(team, &mut data, root, 0, Tree::Flat),
-            _ => bcast::queue(team, &mut data, root, 0, Tree::Knomial(2)),
+            0 => pipeline(team, &mut data, root),
+            1 => queue(team, &mut data, root, 0, Tree::Flat),
+            _ => queue(team, &mut data, root, 0, Tree::Knomial(2)),
         }
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
@@ -613,7 +615,7 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                     let from = (root + 1) % p;
                     let want: Vec<u8> = (0..300).map(|i| (i * 3 + call) as u8).collect();
                     let mut data = if rank == from { want.clone() } else { vec![0; 300] };
-                    super::bcast::pipeline(team, &mut data, from);
+                    super::bcast_pipeline::pipeline(team, &mut data, from);
                     assert_eq!(data, want, "p={p} call={call}: the Bcast after the Gatherv");
                 }
             }
@@ -708,7 +710,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                     |call: usize, n: usize| format!("{} {algo:?} p={p} rank={rank} call={call} {n} B", algo.coll);
                 match algo.coll {
                     Coll::Allreduce | Coll::Reduce => {
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(p, sub_chunk)];
+                        let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, sub_chunk)];
                         for (call, (count, root)) in reduce_plan.into_iter().enumerate() {
                             let root = (algo.coll == Coll::Reduce).then_some(root);
                             let is_out = root.is_none_or(|r| r == rank);
@@ -1052,7 +1054,7 @@ mod multi {
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
+                        let mut scratch = vec![0u8; reduction::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
                         allreduce_hier::allreduce(
@@ -1072,7 +1074,7 @@ mod multi {
                     on_nodes(node_of, |rank, node, topo| {
                         let op = Interval { combined: AtomicU64::new(0) };
                         let input = vector(p, rank, count);
-                        let mut scratch = vec![0u8; reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
+                        let mut scratch = vec![0u8; reduction::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
                         reduce_hier::reduce(
@@ -1158,7 +1160,7 @@ mod multi {
                             let mut scratch =
                                 vec![
                                     0u8;
-                                    if zero_copy { reduce::zero_copy_scratch(8, TEST_SIZES.sub_chunk) } else { 0 }
+                                    if zero_copy { reduction::zero_copy_scratch(8, TEST_SIZES.sub_chunk) } else { 0 }
                                 ];
                             let mut recv = if in_place { input.clone() } else { vec![0u8; count * 8] };
                             let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };

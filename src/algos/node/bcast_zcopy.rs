@@ -1,0 +1,81 @@
+//! Zero-copy Bcast within a node over cross-memory attach (`shm_zcopy`;
+//! large messages, and one of the `shm` Bcast's two methods): the root
+//! and the readers publish their buffers; reader `j` reads all but the
+//! last `1/p` of the message straight from the root's buffer while the
+//! root writes that last part into reader `j`: every rank copies about
+//! `(p-1)/p` of the message, at the same time. With two ranks each copies
+//! half. A last step, which every rank publishes once done, tells that
+//! every buffer is final.
+//!
+//! Trace, p = 3, root 0, 9 bytes: every rank publishes its buffer and
+//! waits for the others; ranks 1 and 2 each read bytes 0..6 from rank 0's
+//! buffer while rank 0 writes bytes 6..9 into rank 1's, then rank 2's;
+//! all publish the last step and wait for each other.
+//!
+//! Limitations: one node, with zero copy (PCOLL_SHM_ZCOPY, cross-memory
+//! attach allowed); every copy is a system call, so small messages pay
+//! more than they save; the root writes into each reader in turn while
+//! they read, so it needs every rank on a core at once (where ranks
+//! outnumber cores the `shm` Bcast takes the pipeline,
+//! [`super::bcast_timed`]). Memory: two published words per rank. Cost,
+//! `β_x` per byte of a cross-memory copy: `2 t_sync + (p-1)/p m β_x` on
+//! every rank at once.
+//! Seed: none (pcoll's own: cross-memory attach in place of seed 002's
+//! copies through the segment, for large messages).
+
+use super::bcast_timed::Method;
+use super::{NodeCall, Team};
+use crate::adapt::choice::Alternative;
+use crate::exec::Combiner;
+
+/// Published words of the first step: every rank's buffer address, and
+/// the root's method ([`super::bcast_timed::timed`]).
+const BUFFER: usize = 0;
+pub(super) const METHOD: usize = 1;
+
+/// The first step of a zero-copy or timed broadcast: every rank publishes
+/// its buffer, the root also `method`; returns the step once all have.
+pub(super) fn announce(team: &mut Team<'_>, data: &mut [u8], method: Option<Method>) -> u64 {
+    let s = team.next_step();
+    team.writable(s);
+    team.set_word(s, BUFFER, data.as_mut_ptr() as u64);
+    if let Some(method) = method {
+        team.set_word(s, METHOD, method.index() as u64);
+    }
+    team.publish(s);
+    team.wait_all_ready(s);
+    s
+}
+
+/// The zero-copy broadcast; the team must have [`Team::peers`].
+pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+    let s = announce(team, data, None);
+    copy_across(team, data, root, s);
+}
+
+/// Zero copy after [`announce`] as step `s`.
+pub(super) fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64) {
+    let peers = team.peers.expect("zero copy needs peer memory access");
+    let (p, me, n) = (team.size, team.rank, data.len());
+    // The root writes the last 1/p into each reader; the readers read the
+    // rest from the root.
+    let split = n - n / p;
+    if me == root {
+        for r in (0..p).filter(|&r| r != root) {
+            peers.write(r, team.word(r, s, BUFFER) as usize + split, &data[split..]);
+        }
+    } else {
+        peers.read(root, team.word(root, s, BUFFER) as usize, &mut data[..split]);
+    }
+    let t = team.next_step();
+    team.finish(s);
+    team.publish(t);
+    team.wait_all_ready(t);
+    team.finish(t);
+}
+
+/// [`zero_copy`], as the registry runs it.
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+    let (data, root) = call.into_bcast();
+    zero_copy(team, data, root)
+}

@@ -1,0 +1,165 @@
+//! Flat reduction within a node (`shm_flat`, Reduce and Allreduce; small
+//! vectors, latency): each rank copies its vector, chunk by chunk, into
+//! its chunk area and publishes; every rank (Allreduce) or the root
+//! (Reduce) waits for the others' chunks and folds them all into its
+//! receive buffer, its own part read from its send buffer. One
+//! synchronisation per chunk.
+//! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK); a chunk
+//!   of up to `LINES * INLINE` bytes travels in the lines of a slot
+//!   instead of a chunk area ([`Team::put_lines`]), and from
+//!   [`crate::adapt::Adaptation::from`] bytes each rank copies in with the
+//!   stores its timings favour ([`stores`]).
+//! - A Reduce cuts its vector into about four chunks, so that the root
+//!   folds one while the others copy in the next (`reduce_chunk`), and
+//!   the others copy in with the stores the root picks
+//!   ([`stores::announce`], one more synchronisation per call). The root
+//!   writes nothing into its area: no one reads it.
+//!
+//! Trace, Reduce p = 3, root 0, a vector of two chunks a b: ranks 1 and 2
+//! copy a into an area and publish; rank 0 waits for them and folds
+//! a0 ∘ (a1 ∘ a2) into its receive buffer (a0 from its send buffer) while
+//! 1 and 2 copy b into their other areas; then rank 0 folds b. Allreduce,
+//! p = 2: both copy into their area, publish, wait for the other, compute
+//! x0 ∘ x1 from the two areas.
+//!
+//! Order: [`super::reduction`]'s fold, bitwise the same result as the
+//! other node reductions.
+//!
+//! Limitations: one node; every rank of an Allreduce folds the whole
+//! vector, and a Reduce root folds it alone, so the partitioned
+//! algorithms win for large vectors. Memory: the segment's chunk areas;
+//! a rank that folds an Allreduce chunk sent in lines keeps `p` copies of
+//! it ([`super::NodeMemory::line_copies`]). Cost per chunk of `c` bytes:
+//! `c β_copy + (p-1) t_flag + (p-1) c γ` (copy-in, the others' flags, the
+//! fold); a Reduce overlaps the others' copy-in of a chunk with the
+//! root's fold of the previous one: about `(n/4) β_copy + (p-1) n γ`.
+//! Seed: none (the shared-memory baseline that seed 003's partitioning
+//! improves on for large vectors).
+
+use super::reduction::{chunk_len, fold_out, vector_len, whole_elements};
+use super::{NodeCall, Team};
+use crate::adapt::stores::{self, Stopwatch, Stores};
+use crate::exec::{Buffers, Combiner};
+use crate::shm::prefetch;
+
+/// Chunks of a flat Reduce: the root combines one chunk while the others
+/// copy in the next, so the call takes about one chunk's copy-in plus the
+/// root's combining. About [`REDUCE_DEPTH`] chunks per vector shorten that
+/// first copy-in; more cost a synchronisation each (2 ranks, 128 KiB:
+/// about a tenth faster in 32 KiB chunks than in 64 KiB or 16 KiB ones;
+/// docs/measurements.md). At least [`super::Sizes::reduce_chunk_floor`]
+/// bytes, at most the segment's chunk; the segment's chunk where ranks
+/// outnumber cores, which cannot overlap their copies with the root's
+/// combining.
+fn reduce_chunk(team: &Team<'_>, n: usize, unit: usize) -> usize {
+    if team.settings.oversubscribed {
+        return chunk_len(team, unit);
+    }
+    let floor = team.state.memory.sizes.reduce_chunk_floor;
+    whole_elements((n / REDUCE_DEPTH).max(floor).min(team.seg.geo.chunk), unit)
+}
+
+/// Chunks a flat Reduce cuts its vector into (see [`reduce_chunk`]).
+const REDUCE_DEPTH: usize = 4;
+/// Default least bytes of a flat Reduce's chunk
+/// ([`super::Sizes::reduce_chunk_floor`]): 16 KiB.
+pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
+
+/// Flat reduction; the result goes to every rank (`root` None) or to the
+/// root only. An Allreduce moves wider chunks and, from
+/// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores its timings
+/// favour ([`stores`]).
+pub fn flat<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    combiner: &C,
+) {
+    let n = vector_len(bufs);
+    let chunk = match root {
+        None => whole_elements(team.seg.geo.allreduce_chunk, unit),
+        Some(_) => reduce_chunk(team, n, unit),
+    };
+    let adaptation = &team.state.memory.adaptation;
+    let adapts = root.is_none() && adaptation.enabled && n >= adaptation.from() && team.streams(chunk.min(n));
+    let pick = adapts.then(|| team.state.memory.adaptation.allreduce_stores.pick(n));
+    let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
+    let mut stopwatch = Stopwatch::new(adapts);
+    let me = team.rank;
+    let folds = root.is_none_or(|r| r == me);
+    // A rank that folds reads its own part from its send buffer, where the
+    // copy-in just read it (not from its area, which a streaming copy-in
+    // left in memory); without one (MPI_IN_PLACE) the input is the output,
+    // so it folds a copy. A Reduce root's area is then read by no one.
+    let writes_area = !(root == Some(me) && bufs.send.is_some());
+    let mut off = 0;
+    while off < n {
+        let len = chunk.min(n - off);
+        let s = team.next_step();
+        // Whether an Allreduce's chunk travels in lines ([`Team::put_lines`],
+        // never where the stores are timed; the same on every rank).
+        let lines = root.is_none() && pick.is_none() && crate::shm::team::in_lines(len);
+        if writes_area {
+            let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
+            match pick {
+                Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.method == Stores::Streaming)),
+                None if lines => team.put_lines(s, input),
+                None => team.put_stored(s, input, stores::streams(rooted.as_ref(), team, len)),
+            }
+        }
+        team.publish(s);
+        if folds {
+            // Misses on the lines the fold touches overlap the wait for
+            // the others' data.
+            match bufs.send {
+                // A Reduce root: the wait covers the others' copy-in.
+                Some(send) if !writes_area => {
+                    prefetch::small(&bufs.recv[off..off + len], prefetch::LONG_WAIT);
+                    prefetch::small(&send[off..off + len], prefetch::LONG_WAIT);
+                }
+                // The others copied in while this rank did; what it
+                // copied in is in cache already.
+                _ => prefetch::small(&bufs.recv[off..off + len], prefetch::SHORT_WAIT),
+            }
+            let mut copies = std::mem::take(&mut team.state.memory.line_copies);
+            if lines {
+                // Every chunk out of its lines, this rank's too if it has
+                // no send buffer to read it from.
+                copies.resize(team.size * len, 0);
+                for (r, copy) in copies.chunks_exact_mut(len).enumerate() {
+                    if r != me || bufs.send.is_none() {
+                        team.wait_lines(r, s, copy);
+                    }
+                }
+            } else {
+                team.wait_others_data(s, len);
+            }
+            let part = |r: usize| match bufs.send {
+                Some(send) if r == me => &send[off..off + len],
+                _ if lines => &copies[r * len..(r + 1) * len],
+                _ => team.area_bytes(r, s, len),
+            };
+            let ahead = team.settings.ahead;
+            stopwatch.time(|| fold_out(team.size, part, &mut bufs.recv[off..off + len], unit, ahead, combiner));
+            team.state.memory.line_copies = copies;
+        }
+        team.finish(s);
+        off += len;
+    }
+    if let Some(pick) = pick {
+        let choice = &mut team.state.memory.adaptation.allreduce_stores;
+        if let Some(change) = choice.record(pick, n, stopwatch.total) {
+            log::debug!("shm_flat Allreduce of {} B and more: copies in now with {change}", choice.class_bytes(&pick));
+        }
+    }
+    if let Some(rooted) = rooted {
+        rooted.record(team, n);
+    }
+}
+
+/// [`flat`], as the registry runs it.
+pub fn run_flat(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+    let (mut bufs, unit, root) = call.into_reduction();
+    flat(team, &mut bufs, unit, root, combiner)
+}

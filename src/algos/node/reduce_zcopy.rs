@@ -1,0 +1,88 @@
+//! Partitioned reduction within a node over cross-memory attach, without
+//! copy-in (`shm_zcopy`, Reduce and Allreduce; large vectors): every rank
+//! publishes where its input and output vectors are
+//! (`reduction::publish_vectors`); rank `i` reads slice `i` of its peers' inputs
+//! straight from their memory, folds it with its own, and writes the
+//! result slice straight into every peer's receive buffer (Reduce: the
+//! root's), in sub-chunks of [`super::Sizes::sub_chunk`] bytes per peer.
+//! A last step, which every rank publishes once it is done, tells that
+//! every buffer is final and may be handed back. Two synchronisations per
+//! call; each rank moves `2 (p-1)/p n` bytes and combines `n/p`.
+//!
+//! Trace, Allreduce p = 2, vector AB: both publish their buffers and wait
+//! for each other; rank 0 reads A1 from rank 1's send buffer, computes
+//! A = A0 ∘ A1 into its receive buffer and writes A into rank 1's, while
+//! rank 1 does the same for B; both publish the last step, wait for each
+//! other and return.
+//!
+//! Order: [`super::reduction`]'s fold, bitwise the same result as the
+//! other node reductions.
+//!
+//! Limitations: one node, with zero copy (PCOLL_SHM_ZCOPY, cross-memory
+//! attach allowed); every cross-memory copy is a system call, so small
+//! vectors pay more in calls than they save. Memory: `p + 2` sub-chunks of
+//! scratch ([`super::reduction::zero_copy_scratch`]: this rank's own part
+//! under MPI_IN_PLACE, a Reduce non-root's result, one part per peer). Cost,
+//! `β_x` per byte of a cross-memory copy: `2 t_sync + 2 (p-1)/p n β_x +
+//! (p-1)/p n γ` on every rank at once, plus a system call per peer and
+//! sub-chunk each way (a Reduce's non-roots write to the root only).
+//! Seed: 003 (data partitioning, the vectors published in place as in
+//! DPML's zero-copy intra-node stage).
+
+use super::reduction::{fold_out, own_part, publish_vectors, slice_bytes, vector_len, INPUT, OUTPUT};
+use super::{NodeCall, Team};
+use crate::exec::{Buffers, Combiner};
+
+/// Partitioned reduction over zero copy: the team must have
+/// [`Team::peers`]; `bufs.scratch` holds
+/// [`super::reduction::zero_copy_scratch`] bytes for the team's
+/// [`super::Sizes::sub_chunk`].
+pub fn zero_copy<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    combiner: &C,
+) {
+    let peers = team.peers.expect("zero copy needs peer memory access");
+    let n = vector_len(bufs);
+    let (me, p) = (team.rank, team.size);
+    let s = publish_vectors(team, bufs);
+    // This rank's slice, in sub-chunks: read the peers' parts, combine,
+    // write the result where it belongs. Scratch: this rank's own part (a
+    // copy with MPI_IN_PLACE, where it is also the output), a result
+    // buffer, then one part per rank.
+    let mine = slice_bytes(me, p, n, unit);
+    let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
+    let (own, rest) = bufs.scratch.split_at_mut(sub);
+    let (result, remote) = rest.split_at_mut(sub);
+    let mut at = mine.start;
+    while at < mine.end {
+        let len = sub.min(mine.end - at);
+        for r in (0..p).filter(|&r| r != me) {
+            peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
+        }
+        let mine = own_part(bufs.send, bufs.recv, own, at, len);
+        let part = |r: usize| if r == me { mine } else { &remote[r * sub..r * sub + len] };
+        let out: &mut [u8] =
+            if root.is_none_or(|r| r == me) { &mut bufs.recv[at..at + len] } else { &mut result[..len] };
+        fold_out(p, part, out, unit, team.settings.ahead, combiner);
+        for r in (0..p).filter(|&r| r != me && root.is_none_or(|root| root == r)) {
+            peers.write(r, team.word(r, s, OUTPUT) as usize + at, out);
+        }
+        at += len;
+    }
+    // Step 2: every rank has read its peers' inputs and written its slice,
+    // so every buffer is final and may be handed back.
+    let t = team.next_step();
+    team.finish(s);
+    team.publish(t);
+    team.wait_all_ready(t);
+    team.finish(t);
+}
+
+/// [`zero_copy`], as the registry runs it.
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+    let (mut bufs, unit, root) = call.into_reduction();
+    zero_copy(team, &mut bufs, unit, root, combiner)
+}

@@ -1,0 +1,120 @@
+//! What the node reductions share. Reduce and Allreduce within a node run
+//! [`super::reduce_flat`] (small vectors), [`super::reduce_partition`]
+//! (through the segment) or [`super::reduce_zcopy`] (over cross-memory
+//! attach); the multi-node compositions reuse the same pieces: the fold,
+//! the cut of a vector into chunks and slices of whole elements, and zero
+//! copy's published vectors and scratch.
+//!
+//! Order: every element is combined as `x0 ∘ (x1 ∘ (... ∘ x(p-1)))` (a
+//! fold from the last rank, [`fold`]), whatever the algorithm and the
+//! chunking, so the three give bitwise the same result on every rank, and
+//! it is in rank order (exact for non-commutative operators).
+
+use std::ops::Range;
+
+use super::Team;
+use crate::exec::{Buffers, Combiner};
+use crate::shm::prefetch;
+
+/// Default bytes of a zero-copy sub-chunk ([`super::Sizes::sub_chunk`],
+/// per peer in scratch): large enough to amortise a system call, small
+/// enough to stay in cache.
+pub const SUB_CHUNK: usize = 256 << 10;
+
+/// `out = part(0) ∘ (part(1) ∘ (... ∘ part(p-1)))`.
+pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8], out: &mut [u8], combiner: &C) {
+    match p {
+        0 => {}
+        1 => out.copy_from_slice(part(0)),
+        _ => {
+            combiner.combine_into(part(p - 2), part(p - 1), out);
+            for r in (0..p - 2).rev() {
+                combiner.combine(part(r), out);
+            }
+        }
+    }
+}
+
+/// [`fold`] into an application's buffer of `unit`-byte elements, asking
+/// for its lines ahead of the stores as `ahead` says
+/// ([`prefetch::ahead_of_stores`]) where the combiner is cheap in pieces
+/// (a user-defined operator, called through the host MPI, folds the whole
+/// vector at once).
+pub fn fold_out<'p, C: Combiner + ?Sized>(
+    p: usize,
+    part: impl Fn(usize) -> &'p [u8],
+    out: &mut [u8],
+    unit: usize,
+    ahead: prefetch::Ahead,
+    combiner: &C,
+) {
+    if combiner.cheap_in_pieces() {
+        prefetch::ahead_of_stores(out, unit, ahead, |range, out| fold(p, |r| &part(r)[range.clone()], out, combiner));
+    } else {
+        fold(p, part, out, combiner);
+    }
+}
+
+/// The vector's length (the receive buffer is empty at a Reduce non-root).
+pub(crate) fn vector_len(bufs: &Buffers<'_>) -> usize {
+    bufs.send.map_or(bufs.recv.len(), <[u8]>::len)
+}
+
+/// Bytes of the chunks the vector is cut into: whole elements that fit in
+/// a chunk.
+pub(crate) fn chunk_len(team: &Team<'_>, unit: usize) -> usize {
+    whole_elements(team.seg.geo.chunk, unit)
+}
+
+/// The most bytes of whole `unit`-byte elements in `bytes` (at least one).
+pub(super) fn whole_elements(bytes: usize, unit: usize) -> usize {
+    (bytes / unit).max(1) * unit
+}
+
+/// Elements `lo..hi` of slice `i` when `count` elements are cut into `p`.
+pub(crate) fn slice(i: usize, p: usize, count: usize) -> (usize, usize) {
+    (i * count / p, (i + 1) * count / p)
+}
+
+/// Bytes of slice `i` when `len` bytes of `unit`-byte elements are cut
+/// into `p` (whole elements, as [`slice`] cuts them).
+pub(crate) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<usize> {
+    let (lo, hi) = slice(i, p, len / unit);
+    lo * unit..hi * unit
+}
+
+/// Published words of the zero-copy reduction.
+pub(crate) const INPUT: usize = 0;
+pub(crate) const OUTPUT: usize = 1;
+
+/// Zero copy's first step: publish where this rank's input and output
+/// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
+/// has. Returns the step, which stays open while peers read those words.
+pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u64 {
+    let s = team.next_step();
+    team.writable(s);
+    team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
+    team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
+    team.publish(s);
+    team.wait_all_ready(s);
+    s
+}
+
+/// Bytes `at..at + len` of this rank's input, for a fold whose output is
+/// its receive buffer: the send buffer itself, or with MPI_IN_PLACE (the
+/// input is the output) a copy in `own`.
+pub(crate) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8], at: usize, len: usize) -> &'a [u8] {
+    match send {
+        Some(send) => &send[at..at + len],
+        None => {
+            own[..len].copy_from_slice(&recv[at..at + len]);
+            &own[..len]
+        }
+    }
+}
+
+/// Scratch bytes [`super::reduce_zcopy::zero_copy`] needs for `p` ranks
+/// and sub-chunks of `sub_chunk` bytes.
+pub fn zero_copy_scratch(p: usize, sub_chunk: usize) -> usize {
+    (p + 2) * sub_chunk
+}
