@@ -141,7 +141,11 @@ impl NodeState {
             local_of,
             topo,
             settings: cfg.node_settings(oversubscribed),
-            state: CallState::new(NodeMemory::new(QueueSettings { fragment: cfg.fragment, tree }, cfg.adapt)),
+            state: CallState::new(NodeMemory::new(
+                QueueSettings { fragment: cfg.fragment, tree },
+                cfg.node_sizes(),
+                cfg.adapt,
+            )),
         }
     }
 

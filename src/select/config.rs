@@ -5,6 +5,7 @@
 //! the value and what is accepted. Nothing is silently ignored.
 
 use super::rules::{self, parse_target, Rules, Target};
+use crate::algos::node::Sizes;
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
 use crate::shm::prefetch::Ahead;
@@ -123,6 +124,13 @@ pub struct ShmConfig {
     /// application's buffers with ordinary stores ask for their lines
     /// ahead (0: never).
     pub prefetch_out_from: usize,
+    /// PCOLL_SHM_GATHERV_COPY_IN: in a Gatherv's auto mode, blocks of at
+    /// most this many bytes go through their owner's area, larger ones
+    /// straight into the root's buffer.
+    pub gatherv_copy_in_up_to: usize,
+    /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
+    /// pipeline from this many bytes (zero copy below).
+    pub bcast_timed_from: usize,
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.
     pub adapt: bool,
@@ -145,6 +153,8 @@ impl Default for ShmConfig {
             stream_from: crate::shm::team::STREAM_FROM,
             stream_out_from: crate::shm::team::STREAM_OUT_FROM,
             prefetch_out_from: crate::shm::prefetch::AHEAD_FROM,
+            gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
+            bcast_timed_from: Sizes::default().bcast_timed_from,
             adapt: true,
         }
     }
@@ -169,6 +179,15 @@ impl ShmConfig {
             slots: self.slots,
             slot_bytes: self.slot_bytes(),
             sets: self.sets.min(self.slots),
+        }
+    }
+
+    /// The sizes and method thresholds of the node algorithms.
+    pub fn node_sizes(&self) -> Sizes {
+        Sizes {
+            gatherv_copy_in_up_to: self.gatherv_copy_in_up_to,
+            bcast_timed_from: self.bcast_timed_from,
+            ..Sizes::default()
         }
     }
 
@@ -283,6 +302,8 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_STREAM",
     "PCOLL_SHM_STREAM_OUT",
     "PCOLL_SHM_PREFETCH_OUT",
+    "PCOLL_SHM_GATHERV_COPY_IN",
+    "PCOLL_SHM_BCAST_TIMED",
     "PCOLL_SHM_ALLREDUCE_CHUNK",
     "PCOLL_SHM_ADAPT",
 ];
@@ -374,6 +395,13 @@ impl Config {
                 "PCOLL_SHM_PREFETCH_OUT" => {
                     cfg.shm.prefetch_out_from =
                         parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
+                }
+                "PCOLL_SHM_GATHERV_COPY_IN" => {
+                    cfg.shm.gatherv_copy_in_up_to =
+                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (none) or 1..1G".into()))?
+                }
+                "PCOLL_SHM_BCAST_TIMED" => {
+                    cfg.shm.bcast_timed_from = parse_size(value, 1, 1 << 30).ok_or_else(|| err(None, "1..1G".into()))?
                 }
                 "PCOLL_GATHERV_MODE" => {
                     cfg.gatherv_mode = match value.trim() {
@@ -536,6 +564,12 @@ mod tests {
         assert_eq!(parse(&[("PCOLL_SHM_STREAM_OUT", "0")]).unwrap().shm.stream_out_from, 0);
         let err = parse(&[("PCOLL_SHM_STREAM_OUT", "2G")]).unwrap_err().to_string();
         assert!(err.contains("PCOLL_SHM_STREAM_OUT"), "{err}");
+        let shm = parse(&[("PCOLL_SHM_GATHERV_COPY_IN", "8K"), ("PCOLL_SHM_BCAST_TIMED", "1M")]).unwrap().shm;
+        let sizes = shm.node_sizes();
+        assert_eq!((sizes.gatherv_copy_in_up_to, sizes.bcast_timed_from), (8 << 10, 1 << 20));
+        assert_eq!(sizes.sub_chunk, Sizes::default().sub_chunk);
+        assert_eq!(ShmConfig::default().node_sizes(), Sizes::default());
+        assert!(parse(&[("PCOLL_SHM_BCAST_TIMED", "0")]).unwrap_err().to_string().contains("PCOLL_SHM_BCAST_TIMED"));
         let shm = parse(&[("PCOLL_SHM_PREFETCH_OUT", "64K")]).unwrap().shm;
         assert_eq!((shm.prefetch_out_from, shm.node_settings(false).ahead.from), (64 << 10, 64 << 10));
         assert_eq!(parse(&[("PCOLL_SHM_PREFETCH_OUT", "0")]).unwrap().shm.prefetch_out_from, 0);

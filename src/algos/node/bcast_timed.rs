@@ -49,7 +49,8 @@ impl std::fmt::Display for Method {
     }
 }
 
-/// Message bytes from which [`timed`] times the methods, by default:
+/// Message bytes from which [`timed`] times the methods, by default
+/// (PCOLL_SHM_BCAST_TIMED):
 /// below, either wins by 1-2 us at most (2 ranks, 128 KiB), about what
 /// the pipeline's two extra steps cost, so timing cannot gain.
 pub const TIMED_FROM: usize = 256 << 10;

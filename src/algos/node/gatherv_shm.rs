@@ -4,7 +4,7 @@
 //! - **direct** (zero copy available; modes auto and zero copy): each
 //!   rank decides for its own block from its length alone, so nobody
 //!   waits for the root's decision. A block that fits a chunk area (auto:
-//!   at most [`COPY_IN_UP_TO`] bytes) is copied into the owner's area and
+//!   at most [`COPY_IN_UP_TO`] bytes by default) is copied into the owner's area and
 //!   published, and the owner returns at once; the root copies it into
 //!   place. A larger block (zero copy: every block) goes straight into the
 //!   root's receive buffer, written by its owner once the root has
@@ -65,7 +65,8 @@ use crate::exec::Combiner;
 use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
-/// mode (and never more than a chunk area holds); larger ones are written
+/// mode by default (PCOLL_SHM_GATHERV_COPY_IN; never more than a chunk
+/// area holds); larger ones are written
 /// straight into the root's buffer (measured, 2 ranks: copy-in faster up
 /// to 128 KiB in total, and a block larger than a chunk would need rounds).
 pub const COPY_IN_UP_TO: usize = 64 << 10;
@@ -132,10 +133,10 @@ pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) 
 
 /// Whether a block of `len` bytes goes straight into the root's buffer;
 /// every rank computes it alike.
-fn goes_direct(mode: Mode, len: usize, chunk: usize) -> bool {
+fn goes_direct(mode: Mode, len: usize, chunk: usize, copy_in_up_to: usize) -> bool {
     match mode {
         Mode::ZeroCopy => len > 0,
-        _ => len > COPY_IN_UP_TO.min(chunk),
+        _ => len > copy_in_up_to.min(chunk),
     }
 }
 
@@ -159,7 +160,8 @@ fn through_segment(team: &Team<'_>, mode: Mode, len: usize) -> usize {
 fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode: Mode) {
     let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
     let size = team.state.memory.sizes.gatherv_piece.max(1);
-    let direct = |len| goes_direct(mode, len, chunk);
+    let copy_in_up_to = team.state.memory.sizes.gatherv_copy_in_up_to;
+    let direct = |len| goes_direct(mode, len, chunk, copy_in_up_to);
     let s = team.next_step();
     let t = team.next_step();
     // Whether the root reads part of this rank's block from its send buffer.

@@ -39,8 +39,8 @@ pub struct NodeMemory {
     pub queue_op: u64,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
-    /// Bcast's timings of its methods, as root (from [`bcast_timed::TIMED_FROM`]
-    /// bytes by default).
+    /// Bcast's timings of its methods, as root (from
+    /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
@@ -74,9 +74,11 @@ impl AsMut<Adaptation> for NodeMemory {
 
 impl NodeMemory {
     /// A communicator's first memory: nothing learnt yet.
-    pub fn new(queue: QueueSettings, adapt: bool) -> NodeMemory {
+    pub fn new(queue: QueueSettings, sizes: Sizes, adapt: bool) -> NodeMemory {
         NodeMemory {
             queue,
+            sizes,
+            bcast_method: TimedChoice::new(sizes.bcast_timed_from),
             adaptation: Adaptation::new(adapt, crate::adapt::stores::ADAPT_FROM),
             ..NodeMemory::default()
         }
@@ -104,8 +106,9 @@ impl Default for QueueSettings {
     }
 }
 
-/// Sizes the node algorithms cut their work into; the same on every rank
-/// of a node.
+/// Sizes the node algorithms cut their work into and choose their methods
+/// by; the same on every rank of a node (the library takes them from
+/// [`crate::select::config::ShmConfig::node_sizes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sizes {
     /// Zero-copy Reduce: bytes of a sub-chunk, per peer in scratch
@@ -117,6 +120,12 @@ pub struct Sizes {
     /// Direct Gatherv: bytes of the pieces that owner and root claim
     /// ([`gatherv_shm::PIECE`]).
     pub gatherv_piece: usize,
+    /// Gatherv's auto mode: the largest block that goes through its
+    /// owner's area ([`gatherv_shm::COPY_IN_UP_TO`], PCOLL_SHM_GATHERV_COPY_IN).
+    pub gatherv_copy_in_up_to: usize,
+    /// `shm` Bcast: message bytes from which the root times its methods
+    /// ([`bcast_timed::TIMED_FROM`], PCOLL_SHM_BCAST_TIMED).
+    pub bcast_timed_from: usize,
 }
 
 impl Default for Sizes {
@@ -125,6 +134,8 @@ impl Default for Sizes {
             sub_chunk: reduction::SUB_CHUNK,
             reduce_chunk_floor: reduce_flat::REDUCE_CHUNK_FLOOR,
             gatherv_piece: gatherv_shm::PIECE,
+            gatherv_copy_in_up_to: gatherv_shm::COPY_IN_UP_TO,
+            bcast_timed_from: bcast_timed::TIMED_FROM,
         }
     }
 }

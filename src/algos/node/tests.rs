@@ -5,8 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{reduce_flat, reduce_partition, reduce_zcopy, reduction};
-use super::{NodeMemory, Sizes, Team};
-use crate::adapt::choice::TimedChoice;
+use super::{NodeMemory, QueueSettings, Sizes, Team};
 use crate::adapt::Adaptation;
 use crate::core::gen::Rng;
 use crate::exec::{Buffers, Combiner};
@@ -92,17 +91,23 @@ pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
 /// direct Gatherv pieces of 24 (256 KiB, 16 KiB and 64 KiB by default),
 /// so that the threaded tests' small vectors and blocks run the sub-chunk
 /// loop, cut vectors shorter than the test segment's chunk, and share
-/// blocks between owner and root.
-pub(super) const TEST_SIZES: Sizes = Sizes { sub_chunk: 40, reduce_chunk_floor: 16, gatherv_piece: 24 };
+/// blocks between owner and root; a timed Bcast from
+/// [`TEST_TIMED_BCAST_FROM`]; Gatherv's copy-in limit as users have it
+/// (the test segment's chunk area is the smaller).
+pub(super) const TEST_SIZES: Sizes = Sizes {
+    sub_chunk: 40,
+    reduce_chunk_floor: 16,
+    gatherv_piece: 24,
+    gatherv_copy_in_up_to: super::gatherv_shm::COPY_IN_UP_TO,
+    bcast_timed_from: TEST_TIMED_BCAST_FROM,
+};
 
 /// A rank's first memory in the threaded tests: adapting, with the tests'
 /// small sizes and thresholds.
 pub(super) fn test_memory() -> NodeMemory {
     NodeMemory {
-        sizes: TEST_SIZES,
-        bcast_method: TimedChoice::new(TEST_TIMED_BCAST_FROM),
         adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
-        ..NodeMemory::default()
+        ..NodeMemory::new(QueueSettings::default(), TEST_SIZES, true)
     }
 }
 
