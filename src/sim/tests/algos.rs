@@ -6,6 +6,13 @@
 use crate::algos::{find, BuildFn};
 use crate::core::types::Coll;
 
+/// Every rank's schedule of `case` from `build`, each given the root's
+/// layout.
+fn every_rank(build: BuildFn, case: &crate::sim::check::Case) -> Vec<crate::core::schedule::Schedule> {
+    let params = crate::algos::Params::default();
+    case.descs().iter().map(|d| build(d, &params, &case.layout)).collect()
+}
+
 /// The schedule builder of a registered point-to-point algorithm.
 fn builder(coll: Coll, name: &str) -> BuildFn {
     find(coll, name).and_then(|a| a.schedule()).unwrap_or_else(|| panic!("no schedule algorithm {coll}/{name}"))
@@ -100,8 +107,9 @@ mod bcast_chain {
 
 mod bcast_scatter_allgather {
     use super::builder;
+    use crate::algos::BuildFn;
     use crate::algos::{find, Params};
-    use crate::core::call::{CallDesc, GatherLayout, Topo};
+    use crate::core::call::{CallDesc, GatherLayout};
     use crate::core::schedule::Schedule;
     use crate::core::types::Coll;
     use crate::sim::check::{check, Case};
@@ -116,28 +124,8 @@ mod bcast_scatter_allgather {
         builder(Coll::Bcast, "scatter_allgather_ring")(desc, params, layout)
     }
 
-    fn scheds(
-        build: fn(&CallDesc, &Params, &GatherLayout) -> Schedule,
-        p: usize,
-        root: usize,
-        n: usize,
-    ) -> Vec<Schedule> {
-        (0..p)
-            .map(|rank| {
-                let desc = CallDesc {
-                    coll: Coll::Bcast,
-                    rank,
-                    size: p,
-                    root,
-                    bytes: n,
-                    unit: 1,
-                    commutative: true,
-                    in_place: false,
-                    topo: Topo::default(),
-                };
-                build(&desc, &Params::default(), &GatherLayout::default())
-            })
-            .collect()
+    fn scheds(build: BuildFn, p: usize, root: usize, n: usize) -> Vec<Schedule> {
+        super::every_rank(build, &Case { root, ..Case::new(Coll::Bcast, p, n) })
     }
 
     fn depth(name: &str, p: usize) -> usize {
@@ -179,7 +167,7 @@ mod bcast_scatter_allgather {
 mod gatherv_binomial {
     use super::builder;
     use crate::algos::{find, Params};
-    use crate::core::call::{CallDesc, GatherLayout, Topo};
+    use crate::core::call::{CallDesc, GatherLayout};
     use crate::core::gather::{message_chains, ChainKind, Packed};
     use crate::core::gen::runs_layout;
     use crate::core::pattern::binomial_children;
@@ -193,22 +181,8 @@ mod gatherv_binomial {
     }
 
     fn scheds(size: usize, root: usize, in_place: bool, layout: &GatherLayout) -> Vec<Schedule> {
-        (0..size)
-            .map(|rank| {
-                let desc = CallDesc {
-                    coll: Coll::Gatherv,
-                    rank,
-                    size,
-                    root,
-                    bytes: layout.blocks[rank].1,
-                    unit: 1,
-                    commutative: true,
-                    in_place: in_place && rank == root,
-                    topo: Topo::default(),
-                };
-                build(&desc, &Params::default(), layout)
-            })
-            .collect()
+        let case = Case { root, in_place, layout: layout.clone(), ..Case::new(Coll::Gatherv, size, 0) };
+        super::every_rank(build, &case)
     }
 
     fn reverse_order(size: usize, len: usize) -> GatherLayout {
