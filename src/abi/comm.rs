@@ -1,7 +1,6 @@
-//! pcoll's state of a user communicator, on the MPI side: the private
-//! duplicate all pcoll traffic runs on and the node's resources
-//! ([`MpiComm`]), in a [`CommState`] cached as an attribute of the user's
-//! communicator.
+//! pcoll's state of a user communicator ([`crate::driver::comm::CommState`],
+//! made by node discovery over the private duplicate all pcoll traffic
+//! runs on), cached as an attribute of the user's communicator.
 //!
 //! It is created at the first collective pcoll runs on a communicator (a
 //! point every rank reaches together), and freed by the attribute's delete
@@ -9,27 +8,16 @@
 //! [`release_all`] frees the duplicates of communicators the user never
 //! freed (MPI_COMM_WORLD among them).
 
-use super::host::State;
-use super::node;
+use super::host::{Mpi, State};
 use crate::driver::host::{check, Code};
-use crate::shm::os::{Cma, Mapping};
+use crate::driver::node::discover;
+use crate::driver::Host;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::collections::BTreeSet;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-
-/// What the host keeps of a communicator pcoll runs calls on.
-pub(super) struct MpiComm {
-    /// The private duplicate; MPI_COMM_NULL once released at finalize.
-    pub private: MPI_Comm,
-    /// The ranks of this rank's node (of the private duplicate).
-    pub node_comm: MPI_Comm,
-    /// The node's segment and zero copy, where they could be set up.
-    pub mapping: Option<Mapping>,
-    pub cma: Option<Cma>,
-}
 
 /// The keyval pcoll's state hangs on. Attributes with it are not copied by
 /// MPI_Comm_dup: a duplicate gets its own private communicator.
@@ -87,10 +75,10 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
     check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
-    let state = match node::discover(private, &super::runtime::get().cfg.shm) {
+    let state = match discover(&Mpi, private, &super::runtime::get().cfg.shm) {
         Ok(state) => Box::into_raw(Box::new(state)),
         Err(rc) => {
-            free_comm(&mut private);
+            Mpi.free_comm(&mut private);
             return Err(rc);
         }
     };
@@ -102,29 +90,10 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     Ok(unsafe { &*state })
 }
 
-pub(super) fn free_comm(comm: &mut MPI_Comm) {
-    // SAFETY: `comm` is a communicator pcoll made and still owns.
-    unsafe {
-        if *comm != RSMPI_COMM_NULL {
-            PMPI_Comm_free(comm);
-        }
-        *comm = RSMPI_COMM_NULL;
-    }
-}
-
 /// Frees what pcoll made for the communicator; MPI must still be running.
-/// Logs the node algorithms' timed choices once: MPI may delete the
-/// attribute of a communicator that MPI_Finalize released already.
 fn release(state: &mut State) {
     state.leaders.get_mut().unwrap().release();
-    if state.host.mapping.take().is_some() {
-        for line in state.node.summary() {
-            log::info!("node layer, {line}");
-        }
-    }
-    state.host.cma = None;
-    free_comm(&mut state.host.node_comm);
-    free_comm(&mut state.host.private);
+    state.release(&Mpi);
 }
 
 /// Delete callback of the keyval: the user freed the communicator (or MPI

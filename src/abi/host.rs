@@ -2,7 +2,7 @@
 //! on the private duplicates of the user's communicators, and on the
 //! node's resources.
 
-use super::comm::{self, MpiComm};
+use super::comm;
 use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
 use super::transport::PmpiTransport;
 use super::window::Leaders;
@@ -10,11 +10,10 @@ use super::{runtime, THREAD};
 use crate::algos::multinode::OneSided;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::CommState;
-use crate::driver::host::{check, Code, OpKind, Repr, TypeKind, TypeLayout};
+use crate::driver::host::{check, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
-use crate::shm::segment::Segment;
-use crate::shm::PeerMemory;
+use crate::shm::os::Linux;
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -112,7 +111,7 @@ impl Host for Mpi {
     type Comm = MPI_Comm;
     type Datatype = MPI_Datatype;
     type Op = MPI_Op;
-    type Private = MpiComm;
+    type Os = Linux;
     type Leaders = Leaders;
     type Transport<'a> = PmpiTransport<'a>;
 
@@ -156,34 +155,64 @@ impl Host for Mpi {
         unsafe { RSMPI_COMM_WORLD }
     }
 
-    fn bcast_words(&self, state: &State, words: &mut [u64], root: usize) -> Result<(), Code> {
-        // SAFETY: `words` holds the same number of words at every rank; the
-        // private communicator carries only pcoll's traffic.
+    fn split(&self, comm: MPI_Comm, how: Split, key: usize) -> Result<MPI_Comm, Code> {
+        let (mut new, key) = (comm, key as c_int);
+        // SAFETY: a collective over `comm`, every rank at the same point;
+        // `new` receives the communicator, freed with the state.
         check(unsafe {
-            PMPI_Bcast(
-                words.as_mut_ptr().cast(),
-                words.len() as c_int,
-                RSMPI_UINT64_T,
-                root as c_int,
-                state.host.private,
-            )
+            match how {
+                Split::Shared => PMPI_Comm_split_type(comm, RSMPI_COMM_TYPE_SHARED, key, RSMPI_INFO_NULL, &mut new),
+                Split::Color(color) => {
+                    PMPI_Comm_split(comm, color.map_or(RSMPI_UNDEFINED, |c| c as c_int), key, &mut new)
+                }
+            }
+        })?;
+        Ok(new)
+    }
+
+    fn free_comm(&self, comm: &mut MPI_Comm) {
+        // SAFETY: `comm` is a communicator pcoll made and still owns.
+        unsafe {
+            if *comm != RSMPI_COMM_NULL {
+                PMPI_Comm_free(comm);
+            }
+            *comm = RSMPI_COMM_NULL;
+        }
+    }
+
+    fn allgather_words(&self, comm: MPI_Comm, mine: &[u64]) -> Result<Vec<u64>, Code> {
+        let (n, mut size) = (mine.len() as c_int, 0);
+        // SAFETY: a valid communicator; the out-pointer is a local.
+        unsafe { PMPI_Comm_size(comm, &mut size) };
+        let mut all = vec![0u64; mine.len() * size as usize];
+        // SAFETY: `all` holds size × mine.len() words; every rank passes the same count.
+        check(unsafe {
+            PMPI_Allgather(mine.as_ptr().cast(), n, RSMPI_UINT64_T, all.as_mut_ptr().cast(), n, RSMPI_UINT64_T, comm)
+        })?;
+        Ok(all)
+    }
+
+    fn bcast_words(&self, comm: MPI_Comm, words: &mut [u64], root: usize) -> Result<(), Code> {
+        // SAFETY: `words` holds the same number of words at every rank;
+        // pcoll's communicators carry only pcoll's traffic.
+        check(unsafe {
+            PMPI_Bcast(words.as_mut_ptr().cast(), words.len() as c_int, RSMPI_UINT64_T, root as c_int, comm)
         })
     }
 
-    fn barrier(&self, state: &State) -> Result<(), Code> {
-        // SAFETY: a collective on the private communicator, every rank alike.
-        check(unsafe { PMPI_Barrier(state.host.private) })
+    fn barrier(&self, comm: MPI_Comm) -> Result<(), Code> {
+        // SAFETY: a collective on one of pcoll's communicators, every rank alike.
+        check(unsafe { PMPI_Barrier(comm) })
+    }
+
+    #[inline]
+    fn os(&self) -> Linux {
+        Linux
     }
 
     #[inline]
     fn transport<'a>(&self, state: &'a State, ranks: Option<&'a [usize]>) -> PmpiTransport<'a> {
-        PmpiTransport::new(state.host.private, ranks)
-    }
-
-    #[inline]
-    fn node_memory<'a>(&self, state: &'a State) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)> {
-        let node = &state.host;
-        node.mapping.as_ref().map(|m| (&m.seg, node.cma.as_ref().map(|c| c as &dyn PeerMemory)))
+        PmpiTransport::new(state.private, ranks)
     }
 
     fn one_sided<'a>(
@@ -194,7 +223,7 @@ impl Host for Mpi {
         bytes: usize,
     ) -> Option<&'a mut dyn OneSided> {
         let node = state.node.node_of[state.rank];
-        leaders.window(state.host.private, leader, node, bytes).map(|w| w as &mut dyn OneSided)
+        leaders.window(state.private, leader, node, bytes).map(|w| w as &mut dyn OneSided)
     }
 
     #[inline]
@@ -333,7 +362,7 @@ impl Host for Mpi {
         datatype: MPI_Datatype,
         op: MPI_Op,
     ) -> Result<(), Code> {
-        let (from, to, n, comm) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int, state.host.private);
+        let (from, to, n, comm) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int, state.private);
         // SAFETY: `send` holds `count` elements of `datatype`; `recv` has
         // room for as many where the result is defined (every rank of an
         // Allreduce, the root of a Reduce), and is ignored elsewhere.
@@ -346,7 +375,7 @@ impl Host for Mpi {
     }
 
     fn reference_bcast(&self, state: &State, data: &mut [u8], root: usize) -> Result<(), Code> {
-        let comm = state.host.private;
+        let comm = state.private;
         // SAFETY: `data` holds the bytes every rank passes alike.
         check(unsafe { PMPI_Bcast(recv_ptr(data), data.len() as c_int, byte(), root as c_int, comm) })
     }
@@ -372,7 +401,7 @@ impl Host for Mpi {
                 displs.as_ptr(),
                 byte(),
                 root as c_int,
-                state.host.private,
+                state.private,
             )
         })
     }

@@ -8,6 +8,7 @@
 
 use super::shim;
 use crate::algos::multinode::OneSided;
+use crate::driver::Host;
 use mpi_sys::*;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -135,7 +136,7 @@ impl Leaders {
     /// for the order at MPI_Finalize).
     pub(super) fn release(&mut self) {
         self.free_window();
-        super::comm::free_comm(&mut self.comm);
+        super::host::Mpi.free_comm(&mut self.comm);
     }
 
     /// Where this communicator's window comes in the order of

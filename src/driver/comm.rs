@@ -4,8 +4,8 @@
 //!
 //! The host creates it at the first collective pcoll runs on a
 //! communicator (a point every rank reaches together, since collectives
-//! are called in the same order everywhere) and frees it with the
-//! communicator. A handle can be reused only after its communicator is
+//! are called in the same order everywhere), through node discovery
+//! ([`super::node::discover`]), and releases it with the communicator. A handle can be reused only after its communicator is
 //! freed, and every deletion bumps the host's epoch ([`Host::epoch`]), so
 //! a (handle, state) pair remembered under the current epoch is valid.
 
@@ -17,7 +17,9 @@ use crate::algos::node::bcast::Tree;
 use crate::algos::node::{NodeMemory, QueueSettings};
 use crate::core::call::Topo;
 use crate::select::config::{ShmConfig, ShmTree};
+use crate::shm::segment::Segment;
 use crate::shm::team::{NodeSettings, TeamState};
+use crate::shm::{NodeOs, PeerMemory};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::AtomicBool;
@@ -39,25 +41,42 @@ pub struct CommState<H: Host> {
     pub leaders: Mutex<H::Leaders>,
     /// What the node-aware compositions remember between calls.
     pub memo: Mutex<Memo>,
-    /// The host's resources: the private duplicate, the segment, ...
-    pub host: H::Private,
+    /// The private duplicate of the user's communicator, which carries
+    /// all of pcoll's traffic; null once released.
+    pub private: H::Comm,
+    /// The ranks of this rank's node (of the private duplicate).
+    pub node_comm: H::Comm,
+    /// The node's segment and zero copy, where they could be set up.
+    pub mapping: Option<<H::Os as NodeOs>::Mapping>,
+    pub peers: Option<<H::Os as NodeOs>::Peers>,
 }
 
 impl<H: Host> CommState<H> {
-    pub fn new(rank: usize, size: usize, node: NodeState, host: H::Private) -> CommState<H> {
-        CommState {
-            rank,
-            size,
-            schedules: Mutex::default(),
-            node,
-            leaders: Mutex::default(),
-            memo: Mutex::default(),
-            host,
-        }
-    }
-
     pub fn topo(&self) -> Topo {
         self.node.topo
+    }
+
+    /// The node's segment and the peer memory of its ranks (zero copy,
+    /// where it works); `None` where this node has no segment.
+    pub fn node_memory(&self) -> Option<(&Segment, Option<&dyn PeerMemory>)> {
+        let peers = self.peers.as_ref().map(|p| p as &dyn PeerMemory);
+        self.mapping.as_ref().map(|m| (m.as_ref(), peers))
+    }
+
+    /// Frees what pcoll made for the communicator, while the host still
+    /// runs (the host frees the leaders' window first). Logs the node
+    /// algorithms' timed choices once: the host may release a state twice
+    /// (at MPI_Finalize, then when MPI deletes the communicator's
+    /// attribute).
+    pub fn release(&mut self, host: &H) {
+        if self.mapping.take().is_some() {
+            for line in self.node.summary() {
+                log::info!("node layer, {line}");
+            }
+        }
+        self.peers = None;
+        host.free_comm(&mut self.node_comm);
+        host.free_comm(&mut self.private);
     }
 }
 

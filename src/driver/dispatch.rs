@@ -96,7 +96,7 @@ fn run_on_node<H: Host>(
 ) {
     let desc = &call.desc;
     let node = &state.node;
-    let (seg, peers) = host.node_memory(state).expect("a node algorithm runs where the segment is");
+    let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
     let mut team = Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings };
     let root = node.local_of[desc.root];
     let node_call = match desc.coll {

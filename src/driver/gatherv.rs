@@ -171,7 +171,7 @@ fn agree<'l, H: Host>(
         Some((decision, layout)) => encode(decision, layout),
         None => vec![0u64; HEADER + 2 * size],
     };
-    host.bcast_words(state, &mut words, root)?;
+    host.bcast_words(state.private, &mut words, root)?;
     Ok(match mine {
         Some((decision, layout)) => (decision, Cow::Borrowed(layout)),
         None => {

@@ -6,10 +6,11 @@
 //! Every operation here is one the orchestration cannot do itself:
 //! - communicators: their shape, and pcoll's state for one (looked up
 //!   cheaply, created collectively at the first call pcoll runs on it);
-//! - small control messages on the state's private communicator (the
-//!   Gatherv root's decision, PCOLL_VERIFY's agreement, a barrier);
-//! - moving data: a transport for schedules, the node's segment and peer
-//!   memory for node algorithms, the leaders' one-sided window;
+//! - communicators pcoll makes and small control messages on them (node
+//!   discovery, the Gatherv root's decision, PCOLL_VERIFY's agreement);
+//! - the operating system's side of the node's memory ([`NodeOs`]);
+//! - moving data: a transport for schedules, the leaders' one-sided
+//!   window;
 //! - datatype and operator handles: what they are, their layout, packing,
 //!   and the host's reduction of an operator pcoll has no kernel for;
 //! - the host's own collectives, which PCOLL_VERIFY compares with;
@@ -21,8 +22,7 @@ use super::thread::PerThread;
 use crate::algos::multinode::OneSided;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::exec::Transport;
-use crate::shm::segment::Segment;
-use crate::shm::PeerMemory;
+use crate::shm::NodeOs;
 use std::ffi::c_void;
 
 /// An MPI return code; [`SUCCESS`] (MPI_SUCCESS is 0 in every MPI) or the
@@ -46,6 +46,15 @@ pub enum Outcome {
     Done(Code),
     /// The host MPI must run it, for this reason.
     Forward(&'static str),
+}
+
+/// How [`Host::split`] groups the ranks of a communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// Those that can share memory (MPI_COMM_TYPE_SHARED).
+    Shared,
+    /// By color; `None` (MPI_UNDEFINED): this rank gets a null handle.
+    Color(Option<usize>),
 }
 
 /// What a datatype handle is.
@@ -101,9 +110,8 @@ pub trait Host: Copy + Sized + 'static {
     type Comm: Copy + PartialEq + 'static;
     type Datatype: Copy + PartialEq + 'static;
     type Op: Copy + PartialEq + 'static;
-    /// What the host keeps of a communicator besides [`CommState`]'s
-    /// fields: its private duplicate, node communicator, segment mapping.
-    type Private;
+    /// Where node discovery gets the node's segment and zero copy.
+    type Os: NodeOs;
     /// The node leaders' one-sided window of a communicator, set up at
     /// the first call that needs it.
     type Leaders: Default;
@@ -134,20 +142,28 @@ pub trait Host: Copy + Sized + 'static {
     /// MPI_COMM_WORLD.
     fn world(&self) -> Self::Comm;
 
-    // --- Control messages on a state's private communicator.
+    // --- Communicators pcoll makes (a state's private duplicate, node
+    // discovery's), and control messages on them.
 
+    /// Splits `comm` (collective over it) as `how` says, ranks ordered by
+    /// `key`.
+    fn split(&self, comm: Self::Comm, how: Split, key: usize) -> Result<Self::Comm, Code>;
+    /// Frees a communicator pcoll made (nothing for a null handle) and
+    /// sets the handle to null.
+    fn free_comm(&self, comm: &mut Self::Comm);
+    /// Every rank's `mine` (the same count at every rank), in rank order.
+    fn allgather_words(&self, comm: Self::Comm, mine: &[u64]) -> Result<Vec<u64>, Code>;
     /// Broadcasts `words` (the same count at every rank) from `root`.
-    fn bcast_words(&self, state: &CommState<Self>, words: &mut [u64], root: usize) -> Result<(), Code>;
-    fn barrier(&self, state: &CommState<Self>) -> Result<(), Code>;
+    fn bcast_words(&self, comm: Self::Comm, words: &mut [u64], root: usize) -> Result<(), Code>;
+    fn barrier(&self, comm: Self::Comm) -> Result<(), Code>;
+    /// The operating system's side of the node's memory.
+    fn os(&self) -> Self::Os;
 
     // --- Moving data.
 
     /// A transport among the ranks of the state's private communicator;
     /// schedule peer `i` is rank `ranks[i]` (all ranks in order if `None`).
     fn transport<'a>(&self, state: &'a CommState<Self>, ranks: Option<&'a [usize]>) -> Self::Transport<'a>;
-    /// The node's segment and the peer memory of its ranks (zero copy,
-    /// where it works); `None` where this node has no segment.
-    fn node_memory<'a>(&self, state: &'a CommState<Self>) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)>;
     /// The leaders' window of at least `bytes` at a leader (`None`
     /// elsewhere). Every rank calls it at the same point of the same call
     /// (setting it up is collective).

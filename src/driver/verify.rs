@@ -363,7 +363,7 @@ fn host_gatherv<H: Host>(
     let d = &call.desc;
     let fits = |v: usize| v <= MAX_COUNT;
     let mut ok = [root.is_none_or(|r| r.layout.blocks.iter().all(|&(o, l)| fits(o) && fits(l))) as u64];
-    let said = host.bcast_words(state, &mut ok, d.root);
+    let said = host.bcast_words(state.private, &mut ok, d.root);
     if said.is_err() || ok[0] == 0 || !fits(send.len()) {
         if root.is_some() {
             not_compared(); // counted where the comparison would be, like compared calls

@@ -5,6 +5,7 @@
 //! comparison, and the reentry guard.
 
 mod host;
+mod node;
 
 use super::collectives::{bcast, reduction};
 use super::gatherv::{gatherv, GathervArgs};
@@ -114,7 +115,7 @@ fn entering_twice_on_one_thread_is_refused_until_the_first_leaves() {
 fn unsupported_calls_go_to_the_host_with_their_reason() {
     let inter = CommSpec { members: (0..4).collect(), inter: true };
     let single = CommSpec { members: vec![0], inter: false };
-    let world = World::new(&[0; 4], &[], vec![inter, single]);
+    let world = World::new(&[0; 4], &[], vec![inter, single]).with_states(WORLD);
     let (inter, single) = (2, 3);
     let h = TestHost { world, rank: 0 };
     let send = bytes_of(&input(0, 8));
@@ -198,7 +199,8 @@ fn forced_choices_that_cannot_run_go_to_the_host() {
     let world = World::one_node(
         3,
         &[("PCOLL_ALLREDUCE", "mpi"), ("PCOLL_REDUCE", "ring"), ("PCOLL_SHM", "0"), ("PCOLL_BCAST", "shm")],
-    );
+    )
+    .with_states(WORLD);
     let h = TestHost { world, rank: 1 };
     let send = bytes_of(&input(1, 4));
     let mut recv = vec![0u8; 16];
@@ -302,12 +304,12 @@ fn conservative_gatherv_agrees_on_the_roots_layout_by_broadcast() {
     for args in [None, Some(false)] {
         let world = World::one_node(5, &[("PCOLL_GATHERV", "binomial")]);
         gather_and_check(world, 3, 3, args);
-        assert_eq!(world.control_bcasts.load(Ordering::Relaxed), 3, "one broadcast per call");
+        assert_eq!(world.control_bcasts(WORLD), 3, "one broadcast per call");
     }
     // linear needs it only at the root: every rank decides alone
     let world = World::one_node(5, &[("PCOLL_GATHERV", "linear")]);
     gather_and_check(world, 1, 3, None);
-    assert_eq!(world.control_bcasts.load(Ordering::Relaxed), 0);
+    assert_eq!(world.control_bcasts(WORLD), 0);
 }
 
 #[test]
@@ -315,11 +317,11 @@ fn aggressive_gatherv_computes_the_layout_everywhere_without_a_broadcast() {
     let vars = [("PCOLL_GATHERV", "binomial"), ("PCOLL_GATHERV_MODE", "aggressive")];
     let world = World::one_node(5, &vars);
     gather_and_check(world, 2, 3, Some(true));
-    assert_eq!(world.control_bcasts.load(Ordering::Relaxed), 0);
+    assert_eq!(world.control_bcasts(WORLD), 0);
 
     // a rank without the layout cannot take part: the job stops (before
     // any message, so this rank alone shows it)
-    let world = World::one_node(5, &vars);
+    let world = World::one_node(5, &vars).with_states(WORLD);
     let h = TestHost { world, rank: 1 };
     let mine = bytes_of(&gather_block(1, 2));
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -330,10 +332,15 @@ fn aggressive_gatherv_computes_the_layout_everywhere_without_a_broadcast() {
     assert!(text.contains("PCOLL_GATHERV_MODE=aggressive: rank 1 passes no valid recvcounts"), "{text}");
 
     // an argument only the root's counts: invalid there, forwarded there
+    // (on a thread of its own: this one's caches hold rank 1's state)
     let h = TestHost { world, rank: 0 };
     let (mut counts, displs) = gather_layout(5);
     counts[4] = -3;
-    let out = gatherv_call(h, Some(&mine), 1, Ty::I32, &mut [0u8; 64], Some((&counts, &displs)), 0, WORLD);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| gatherv_call(h, Some(&mine), 1, Ty::I32, &mut [0u8; 64], Some((&counts, &displs)), 0, WORLD))
+            .join()
+            .unwrap()
+    });
     assert_eq!(out, Forward("negative receive count"));
 }
 
