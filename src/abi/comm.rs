@@ -90,12 +90,6 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     Ok(unsafe { &*state })
 }
 
-/// Frees what pcoll made for the communicator; MPI must still be running.
-fn release(state: &mut State) {
-    state.leaders.get_mut().unwrap().release();
-    state.release(&Mpi);
-}
-
 /// Delete callback of the keyval: the user freed the communicator (or MPI
 /// is deleting attributes at finalize).
 unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
@@ -105,7 +99,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
         EPOCH.fetch_add(1, Ordering::Release);
         // SAFETY: `value` is the Box<State> pcoll attached; MPI calls this once per attribute.
         let mut state = unsafe { Box::from_raw(value as *mut State) };
-        release(&mut state);
+        state.release(&Mpi);
     });
     if outcome.is_err() {
         crate::driver::runtime::say("pcoll: internal error while freeing a communicator's state\n");
@@ -116,7 +110,7 @@ unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c
 /// Frees what pcoll made for every communicator still alive; called at
 /// MPI_Finalize while MPI still works. The leaders' windows are freed
 /// collectively, so the states go in the job-wide order of their windows
-/// (see `window::Window::agree_on_id`). The states stay (marked released)
+/// (see [`crate::driver::window::Leaders::window_id`]). The states stay (marked released)
 /// until MPI deletes their attributes, if it ever does.
 pub(super) fn release_all() {
     // Release: as for a deletion (the states become unusable).
@@ -128,7 +122,7 @@ pub(super) fn release_all() {
         live.into_iter().map(|address| unsafe { &mut *(address as *mut State) }).collect();
     states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
     for state in states {
-        release(state);
+        state.release(&Mpi);
     }
     if let Some(&keyval) = KEYVAL.get() {
         let mut keyval = keyval;

@@ -5,12 +5,10 @@
 use super::comm;
 use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
 use super::transport::PmpiTransport;
-use super::window::Leaders;
 use super::{runtime, THREAD};
-use crate::algos::multinode::OneSided;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::CommState;
-use crate::driver::host::{check, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
+use crate::driver::host::{check, Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
 use crate::shm::os::Linux;
@@ -112,7 +110,7 @@ impl Host for Mpi {
     type Datatype = MPI_Datatype;
     type Op = MPI_Op;
     type Os = Linux;
-    type Leaders = Leaders;
+    type Win = MPI_Win;
     type Transport<'a> = PmpiTransport<'a>;
 
     #[inline]
@@ -215,15 +213,43 @@ impl Host for Mpi {
         PmpiTransport::new(state.private, ranks)
     }
 
-    fn one_sided<'a>(
+    unsafe fn win_create(&self, comm: MPI_Comm, base: *mut u8, bytes: usize) -> Result<MPI_Win, Code> {
+        // SAFETY: MPI_WIN_NULL until the creation writes it.
+        let mut win = unsafe { RSMPI_WIN_NULL };
+        // SAFETY: `base` holds `bytes` bytes until the window is freed (the
+        // caller's promise); every rank of `comm` calls this alike.
+        check(unsafe { PMPI_Win_create(base.cast(), bytes as MPI_Aint, 1, RSMPI_INFO_NULL, comm, &mut win) })?;
+        Ok(win)
+    }
+
+    fn win_free(&self, win: &mut MPI_Win) {
+        // SAFETY: a window pcoll created; every rank of it frees it at the same point.
+        unsafe { PMPI_Win_free(win) };
+    }
+
+    unsafe fn win_transfer(
         &self,
-        state: &State,
-        leaders: &'a mut Leaders,
-        leader: bool,
-        bytes: usize,
-    ) -> Option<&'a mut dyn OneSided> {
-        let node = state.node.node_of[state.rank];
-        leaders.window(state.private, leader, node, bytes).map(|w| w as &mut dyn OneSided)
+        win: &mut MPI_Win,
+        access: Access,
+        local: *mut u8,
+        peer: usize,
+        remote: usize,
+        len: usize,
+    ) -> Result<(), Code> {
+        let (buf, n, peer, remote) = (local.cast(), len as c_int, peer as c_int, remote as MPI_Aint);
+        // SAFETY: the ranges lie in the window memory of this rank and of
+        // `peer` (the caller's promise), which outlives the epoch.
+        check(unsafe {
+            match access {
+                Access::Get => PMPI_Get(buf, n, byte(), peer, remote, n, byte(), *win),
+                Access::Put => PMPI_Put(buf, n, byte(), peer, remote, n, byte(), *win),
+            }
+        })
+    }
+
+    fn win_fence(&self, win: &mut MPI_Win) -> Result<(), Code> {
+        // SAFETY: every rank of the window calls the fence the same number of times.
+        check(unsafe { PMPI_Win_fence(0, *win) })
     }
 
     #[inline]

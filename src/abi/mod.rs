@@ -5,8 +5,8 @@
 //! classifies, plans and runs the call against the host MPI's facade
 //! ([`host`]: handles, communicators and the small collectives node
 //! discovery runs on them, the private duplicates and their attribute
-//! ([`comm`]), the PMPI transport ([`transport`]), the leaders' window
-//! ([`window`])). [`runtime`]:
+//! ([`comm`]), the PMPI transport ([`transport`]), one-sided windows).
+//! [`runtime`]:
 //! configuration at MPI_Init, logging, the finalize hook.
 
 mod comm;
@@ -15,7 +15,6 @@ mod fortran;
 mod host;
 mod runtime;
 mod transport;
-mod window;
 
 use crate::driver::thread::PerThread;
 

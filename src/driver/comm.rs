@@ -12,6 +12,7 @@
 use super::cache::ScheduleCache;
 use super::host::{Code, Host};
 use super::thread::PerThread;
+use super::window::Leaders;
 use crate::algos::multinode::Memo;
 use crate::algos::node::bcast::Tree;
 use crate::algos::node::{NodeMemory, QueueSettings};
@@ -38,7 +39,7 @@ pub struct CommState<H: Host> {
     /// This rank's node: its ranks and the node algorithms' state.
     pub node: NodeState,
     /// The node leaders' one-sided window (SALaR).
-    pub leaders: Mutex<H::Leaders>,
+    pub leaders: Mutex<Leaders<H>>,
     /// What the node-aware compositions remember between calls.
     pub memo: Mutex<Memo>,
     /// The private duplicate of the user's communicator, which carries
@@ -64,11 +65,11 @@ impl<H: Host> CommState<H> {
     }
 
     /// Frees what pcoll made for the communicator, while the host still
-    /// runs (the host frees the leaders' window first). Logs the node
-    /// algorithms' timed choices once: the host may release a state twice
-    /// (at MPI_Finalize, then when MPI deletes the communicator's
-    /// attribute).
+    /// runs. Logs the node algorithms' timed choices once: the host may
+    /// release a state twice (at MPI_Finalize, then when MPI deletes the
+    /// communicator's attribute).
     pub fn release(&mut self, host: &H) {
+        self.leaders.get_mut().unwrap().release(host);
         if self.mapping.take().is_some() {
             for line in self.node.summary() {
                 log::info!("node layer, {line}");

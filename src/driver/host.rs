@@ -19,7 +19,6 @@
 
 use super::comm::CommState;
 use super::thread::PerThread;
-use crate::algos::multinode::OneSided;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::exec::Transport;
 use crate::shm::NodeOs;
@@ -55,6 +54,15 @@ pub enum Split {
     Shared,
     /// By color; `None` (MPI_UNDEFINED): this rank gets a null handle.
     Color(Option<usize>),
+}
+
+/// A one-sided transfer ([`Host::win_transfer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// From the peer's window into this rank's.
+    Get,
+    /// From this rank's window into the peer's.
+    Put,
 }
 
 /// What a datatype handle is.
@@ -112,9 +120,8 @@ pub trait Host: Copy + Sized + 'static {
     type Op: Copy + PartialEq + 'static;
     /// Where node discovery gets the node's segment and zero copy.
     type Os: NodeOs;
-    /// The node leaders' one-sided window of a communicator, set up at
-    /// the first call that needs it.
-    type Leaders: Default;
+    /// A one-sided window.
+    type Win;
     /// Runs schedule steps on a state's private communicator.
     type Transport<'a>: Transport<Error = Code>
     where
@@ -164,16 +171,32 @@ pub trait Host: Copy + Sized + 'static {
     /// A transport among the ranks of the state's private communicator;
     /// schedule peer `i` is rank `ranks[i]` (all ranks in order if `None`).
     fn transport<'a>(&self, state: &'a CommState<Self>, ranks: Option<&'a [usize]>) -> Self::Transport<'a>;
-    /// The leaders' window of at least `bytes` at a leader (`None`
-    /// elsewhere). Every rank calls it at the same point of the same call
-    /// (setting it up is collective).
-    fn one_sided<'a>(
+    /// A window over this rank's `bytes` bytes at `base`; collective over
+    /// `comm`.
+    ///
+    /// # Safety
+    /// `base` holds `bytes` bytes that nothing else uses until
+    /// [`Host::win_free`] returns.
+    unsafe fn win_create(&self, comm: Self::Comm, base: *mut u8, bytes: usize) -> Result<Self::Win, Code>;
+    /// Frees a window; collective over its communicator.
+    fn win_free(&self, win: &mut Self::Win);
+    /// Starts a transfer of `len` bytes between `local` and byte `remote`
+    /// of `peer`'s window, which the next fence completes.
+    ///
+    /// # Safety
+    /// `local..local + len` lies in this rank's memory of `win`, and
+    /// `remote..remote + len` in `peer`'s.
+    unsafe fn win_transfer(
         &self,
-        state: &CommState<Self>,
-        leaders: &'a mut Self::Leaders,
-        leader: bool,
-        bytes: usize,
-    ) -> Option<&'a mut dyn OneSided>;
+        win: &mut Self::Win,
+        access: Access,
+        local: *mut u8,
+        peer: usize,
+        remote: usize,
+        len: usize,
+    ) -> Result<(), Code>;
+    /// Completes every transfer of the epoch, at every rank of the window.
+    fn win_fence(&self, win: &mut Self::Win) -> Result<(), Code>;
 
     // --- Datatypes and operators.
 

@@ -13,7 +13,8 @@
 //!   struct of caches and the reentry guard; [`prepared`]: a thread's
 //!   last plans; [`cache`]: schedules; [`stats`]: call statistics;
 //!   [`runtime`]: the configuration and `pcoll_set_algorithm`'s choices;
-//!   [`calibrate`]: PCOLL_CALIBRATE.
+//!   [`calibrate`]: PCOLL_CALIBRATE; [`window`]: the node leaders'
+//!   one-sided window.
 
 pub mod cache;
 pub mod calibrate;
@@ -31,6 +32,7 @@ pub mod runtime;
 pub mod stats;
 pub mod thread;
 pub mod verify;
+pub mod window;
 
 pub use host::Host;
 

@@ -4,11 +4,10 @@
 //! few of MPI's. The driver runs against it exactly as against the host
 //! MPI, node discovery included.
 
-use crate::algos::multinode::OneSided;
 use crate::core::schedule::Xfer;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::CommState;
-use crate::driver::host::{Code, OpKind, Repr, Split, TypeKind, TypeLayout};
+use crate::driver::host::{Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::node::discover;
 use crate::driver::runtime::Runtime;
 use crate::driver::thread::PerThread;
@@ -104,7 +103,13 @@ pub struct World {
     /// those zero copy does not reach.
     pub no_segment: AtomicU64,
     pub no_zero_copy: AtomicU64,
-    windows: Mutex<HashMap<Comm, &'static SharedWindows>>,
+    /// Windows by (communicator, how many each of its ranks made before).
+    windows: Mutex<HashMap<(Comm, usize), &'static SharedWindow>>,
+    /// Windows each thread made on each communicator, and windows made and
+    /// freed (by every rank).
+    windows_made: Mutex<HashMap<(Comm, usize), usize>>,
+    pub windows_created: AtomicUsize,
+    pub windows_freed: AtomicUsize,
     pub epoch: AtomicU64,
     /// Control broadcasts so far, by communicator.
     bcasts: Mutex<HashMap<Comm, usize>>,
@@ -139,6 +144,9 @@ impl World {
             no_segment: AtomicU64::new(0),
             no_zero_copy: AtomicU64::new(0),
             windows: Mutex::default(),
+            windows_made: Mutex::default(),
+            windows_created: AtomicUsize::new(0),
+            windows_freed: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
             bcasts: Mutex::default(),
             nested_forwards: AtomicUsize::new(0),
@@ -337,53 +345,17 @@ impl Transport for ThreadTransport<'_> {
     }
 }
 
-/// The leaders' windows of a communicator. Transfers are queued and
-/// carried out at the fence, the latest moment MPI allows.
-struct SharedWindows {
-    mem: Vec<Mutex<Vec<u8>>>,
+/// The memory of every rank of one window: (address, bytes) by rank.
+struct SharedWindow {
+    mem: Mutex<Vec<(usize, usize)>>,
     fence: Barrier,
 }
 
-enum Transfer {
-    Get { peer: usize, from: usize, to: usize, len: usize },
-    Put { peer: usize, from: usize, to: usize, len: usize },
-}
-
-/// One leader's window.
-#[derive(Default)]
-pub struct TestWindow {
-    shared: Option<&'static SharedWindows>,
-    me: usize,
-    local: Vec<u8>,
-    queued: Vec<Transfer>,
-}
-
-impl OneSided for TestWindow {
-    fn local(&mut self) -> &mut [u8] {
-        &mut self.local
-    }
-    fn get(&mut self, peer: usize, from: usize, to: usize, len: usize) {
-        self.queued.push(Transfer::Get { peer, from, to, len });
-    }
-    fn put(&mut self, peer: usize, from: usize, to: usize, len: usize) {
-        self.queued.push(Transfer::Put { peer, from, to, len });
-    }
-    fn fence(&mut self) {
-        let shared = self.shared.expect("a leader's window");
-        shared.fence.wait();
-        shared.mem[self.me].lock().unwrap().clone_from(&self.local);
-        shared.fence.wait();
-        for t in self.queued.drain(..) {
-            let (src, from, dst, to, len) = match t {
-                Transfer::Get { peer, from, to, len } => (peer, from, self.me, to, len),
-                Transfer::Put { peer, from, to, len } => (self.me, from, peer, to, len),
-            };
-            let data = shared.mem[src].lock().unwrap()[from..from + len].to_vec();
-            shared.mem[dst].lock().unwrap()[to..to + len].copy_from_slice(&data);
-        }
-        shared.fence.wait();
-        self.local.clone_from(&shared.mem[self.me].lock().unwrap());
-    }
+/// A rank's window. Transfers are queued and carried out at the fence,
+/// the latest moment MPI allows, while every rank waits there.
+pub struct TestWin {
+    shared: &'static SharedWindow,
+    queued: Vec<(Access, usize, usize, usize, usize)>,
 }
 
 /// `dst = src ∘ dst` of a user-defined operator on i32 vectors.
@@ -408,7 +380,7 @@ impl Host for TestHost {
     type Datatype = Ty;
     type Op = Op;
     type Os = TestOs;
-    type Leaders = TestWindow;
+    type Win = TestWin;
     type Transport<'a> = ThreadTransport<'a>;
 
     fn with_thread<R>(f: impl FnOnce(&PerThread<TestHost>) -> R) -> R {
@@ -503,29 +475,56 @@ impl Host for TestHost {
         ThreadTransport { host: *self, comm: state.private, ranks }
     }
 
-    fn one_sided<'a>(
-        &self,
-        state: &CommState<TestHost>,
-        leaders: &'a mut TestWindow,
-        leader: bool,
-        bytes: usize,
-    ) -> Option<&'a mut dyn OneSided> {
-        if !leader {
-            return None;
-        }
-        let nodes = state.topo().nodes;
-        let shared = *self.world.windows.lock().unwrap().entry(state.private).or_insert_with(|| {
-            Box::leak(Box::new(SharedWindows {
-                mem: (0..nodes).map(|_| Mutex::default()).collect(),
-                fence: Barrier::new(nodes),
-            }))
+    unsafe fn win_create(&self, comm: Comm, base: *mut u8, bytes: usize) -> Result<TestWin, Code> {
+        let (me, size) = (self.comm_rank(comm), self.members(comm).len());
+        let nth = {
+            let mut made = self.world.windows_made.lock().unwrap();
+            let made = made.entry((comm, self.rank)).or_default();
+            *made += 1;
+            *made - 1
+        };
+        let shared = *self.world.windows.lock().unwrap().entry((comm, nth)).or_insert_with(|| {
+            Box::leak(Box::new(SharedWindow { mem: Mutex::new(vec![(0, 0); size]), fence: Barrier::new(size) }))
         });
-        leaders.shared = Some(shared);
-        leaders.me = state.node.node_of[state.rank];
-        if leaders.local.len() < bytes {
-            leaders.local.resize(bytes, 0);
+        shared.mem.lock().unwrap()[me] = (base as usize, bytes);
+        self.world.windows_created.fetch_add(1, Ordering::Relaxed);
+        Ok(TestWin { shared, queued: Vec::new() })
+    }
+
+    fn win_free(&self, _: &mut TestWin) {
+        self.world.windows_freed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    unsafe fn win_transfer(
+        &self,
+        win: &mut TestWin,
+        access: Access,
+        local: *mut u8,
+        peer: usize,
+        remote: usize,
+        len: usize,
+    ) -> Result<(), Code> {
+        win.queued.push((access, local as usize, peer, remote, len));
+        Ok(())
+    }
+
+    fn win_fence(&self, win: &mut TestWin) -> Result<(), Code> {
+        win.shared.fence.wait();
+        let mem = win.shared.mem.lock().unwrap().clone();
+        for (access, local, peer, remote, len) in win.queued.drain(..) {
+            let (base, bytes) = mem[peer];
+            assert!(remote + len <= bytes, "a transfer beyond the peer's window");
+            let (from, to) = match access {
+                Access::Get => (base + remote, local),
+                Access::Put => (local, base + remote),
+            };
+            // SAFETY: both ranges lie in window memory (win_transfer's
+            // promise, and checked above), which every rank leaves alone
+            // while it waits in this fence.
+            unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, len) };
         }
-        Some(leaders)
+        win.shared.fence.wait();
+        Ok(())
     }
 
     fn in_place(&self) -> *const c_void {

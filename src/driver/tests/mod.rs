@@ -6,6 +6,7 @@
 
 mod host;
 mod node;
+mod window;
 
 use super::collectives::{bcast, reduction};
 use super::gatherv::{gatherv, GathervArgs};
