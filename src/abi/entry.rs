@@ -12,8 +12,7 @@ use super::host::Mpi;
 use super::{runtime, THREAD};
 use crate::core::types::Coll;
 use crate::driver::classify::{self, Combine, Reduction};
-use crate::driver::collectives::{bcast, reduction};
-use crate::driver::comm;
+use crate::driver::collectives::{bcast, forward_reduce, reduction};
 use crate::driver::gatherv::{gatherv, GathervArgs};
 use crate::driver::host::Outcome::{self, Done, Forward};
 use crate::driver::runtime::{say, set_choice, Runtime};
@@ -84,45 +83,6 @@ fn internal_error(coll: Coll, panic: Box<dyn std::any::Any + Send>) -> c_int {
     runtime::abort_job(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"))
 }
 
-/// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
-/// non-zero root from about 2 KiB, so there the root passes a copy of its
-/// data as the send buffer instead: same result, valid for every host.
-// MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI: the casts are needed for one of them.
-#[allow(clippy::unnecessary_cast)]
-pub(super) fn forward_reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    call: impl FnOnce(*const c_void, *mut c_void) -> c_int,
-) -> c_int {
-    let root_in_place = sendbuf == Mpi.in_place()
-        && root != 0
-        && count > 0
-        && !recvbuf.is_null()
-        && Mpi::with_thread(|t| {
-            classify::is_usable_type(&Mpi, t, datatype)
-                && comm::shape(&Mpi, t, comm).is_some_and(|(rank, _)| rank as c_int == root)
-        });
-    if !root_in_place {
-        return call(sendbuf, recvbuf);
-    }
-    let (mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0);
-    // SAFETY: a usable datatype; the out-pointers are locals.
-    unsafe {
-        PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
-        PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
-    }
-    let span = ((count - 1) * extent as i64 + true_extent as i64).max(0) as usize;
-    // SAFETY: the root's receive buffer holds `count` elements, whose bytes
-    // lie in [recvbuf + true_lb, recvbuf + true_lb + span).
-    let data = unsafe { std::slice::from_raw_parts(recvbuf.cast::<u8>().wrapping_offset(true_lb as isize), span) };
-    let copy = data.to_vec();
-    call(copy.as_ptr().wrapping_offset(-(true_lb as isize)).cast(), recvbuf)
-}
-
 // ---------------------------------------------------------------------------
 // The exported symbols.
 
@@ -171,7 +131,7 @@ macro_rules! c_collectives {
                 Coll::Reduce,
                 |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
                 || {
-                    forward_reduce(sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
+                    forward_reduce(&Mpi, sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
                         // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
                         unsafe { $pmpi_reduce(send, recv, count, datatype, op, root, comm) }
                     })

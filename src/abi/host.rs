@@ -286,14 +286,10 @@ impl Host for Mpi {
             PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
             PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
         }
-        let size_a = size as MPI_Aint;
         // MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI.
         #[allow(clippy::unnecessary_cast)]
-        TypeLayout {
-            size: size.max(0) as usize,
-            extent: extent as isize,
-            dense: lb == 0 && true_lb == 0 && extent == size_a && true_extent == size_a,
-        }
+        let (extent, true_extent) = ((lb as isize, extent as isize), (true_lb as isize, true_extent as isize));
+        TypeLayout::new(size.max(0) as usize, extent, true_extent)
     }
 
     fn type_committed(&self, datatype: MPI_Datatype) -> bool {

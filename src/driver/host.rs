@@ -107,9 +107,23 @@ pub struct TypeLayout {
     pub size: usize,
     /// Distance between consecutive elements.
     pub extent: isize,
+    /// Where an element's bytes start, from its address, and how far they
+    /// reach (MPI_Type_get_true_extent).
+    pub true_lb: isize,
+    pub true_extent: isize,
     /// Whether the bytes of consecutive elements are one contiguous run
     /// starting at the buffer address, so the buffer can be used as bytes.
     pub dense: bool,
+}
+
+impl TypeLayout {
+    /// From MPI_Type_size, MPI_Type_get_extent (lb, extent) and
+    /// MPI_Type_get_true_extent (lb, extent).
+    pub fn new(size: usize, (lb, extent): (isize, isize), (true_lb, true_extent): (isize, isize)) -> TypeLayout {
+        let whole = |n: isize| n == size as isize;
+        let dense = lb == 0 && true_lb == 0 && whole(extent) && whole(true_extent);
+        TypeLayout { size, extent, true_lb, true_extent, dense }
+    }
 }
 
 /// The host MPI, as the driver uses it. Cheap to copy (the library's is

@@ -545,12 +545,12 @@ impl Host for TestHost {
     }
 
     fn type_layout(&self, ty: Ty) -> TypeLayout {
-        let dense = |n| TypeLayout { size: n, extent: n as isize, dense: true };
+        let dense = |n| TypeLayout::new(n, (0, n as isize), (0, n as isize));
         match ty {
             Ty::I32 => dense(4),
             Ty::F64 => dense(8),
             Ty::Byte | Ty::Char => dense(1),
-            Ty::Vector | Ty::Uncommitted => TypeLayout { size: 8, extent: 12, dense: false },
+            Ty::Vector | Ty::Uncommitted => TypeLayout::new(8, (0, 12), (0, 12)),
             Ty::Null => unreachable!("the driver asks no layout of a null datatype"),
         }
     }

@@ -8,7 +8,7 @@ mod host;
 mod node;
 mod window;
 
-use super::collectives::{bcast, reduction};
+use super::collectives::{bcast, forward_reduce, reduction};
 use super::gatherv::{gatherv, GathervArgs};
 use super::host::Outcome::{self, Done, Forward};
 use super::host::SUCCESS;
@@ -193,6 +193,42 @@ fn unsupported_calls_go_to_the_host_with_their_reason() {
     assert_eq!(large, Forward("root's send block larger than its receive block"));
     let at_one = gatherv_call(h, Some(&block), -1, Ty::I32, &mut out, None, 1, WORLD);
     assert_eq!(at_one, Forward("invalid send arguments"));
+}
+
+#[test]
+fn a_reduce_in_place_at_a_non_zero_root_reaches_the_host_with_a_copy() {
+    let world = World::one_node(3, &[]);
+    // what the host's Reduce gets: its send pointer, the data there, its receive pointer
+    let forward = |rank, root, count, ty, send: Option<&[u8]>, recv: &mut [u8]| {
+        let h = TestHost { world, rank };
+        let sendbuf = send.map_or(h.in_place(), |s| s.as_ptr().cast());
+        let mut seen = None;
+        let rc = forward_reduce(&h, sendbuf, recv.as_mut_ptr().cast(), count, ty, root, WORLD, |s, r| {
+            // SAFETY: the test's buffers, or the copy, of recv's length
+            let data = (s != h.in_place()).then(|| unsafe { std::slice::from_raw_parts(s.cast::<u8>(), 24) }.to_vec());
+            seen = Some((s == sendbuf, data, r == recv.as_mut_ptr().cast()));
+            SUCCESS
+        });
+        assert_eq!(rc, SUCCESS);
+        seen.expect("the host ran the call")
+    };
+    let mut recv: Vec<u8> = (0..24).collect();
+    // the root in place: a copy of its data (two vectors reach 24 bytes)
+    for (ty, count) in [(Ty::I32, 6), (Ty::Vector, 2)] {
+        assert_eq!(forward(1, 1, count, ty, None, &mut recv), (false, Some(recv.clone()), true), "{ty:?}");
+    }
+    // anything else: the arguments unchanged
+    let send = [7u8; 24];
+    for (rank, root, count, ty, send) in [
+        (0, 0, 6, Ty::I32, None),
+        (2, 1, 6, Ty::I32, Some(&send[..])),
+        (1, 1, 6, Ty::I32, Some(&send[..])),
+        (1, 1, 0, Ty::I32, None),
+        (1, 1, 6, Ty::Uncommitted, None),
+    ] {
+        let seen = forward(rank, root, count, ty, send, &mut recv);
+        assert_eq!((seen.0, seen.2), (true, true), "rank {rank} root {root} count {count} {ty:?}");
+    }
 }
 
 #[test]
