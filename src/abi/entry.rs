@@ -11,13 +11,12 @@
 use super::host::Mpi;
 use super::{runtime, THREAD};
 use crate::core::types::Coll;
-use crate::driver::classify::{self, Combine, Reduction};
+use crate::driver::classify;
 use crate::driver::collectives::{bcast, forward_reduce, reduction};
 use crate::driver::gatherv::{gatherv, GathervArgs};
 use crate::driver::host::Outcome::{self, Done, Forward};
 use crate::driver::runtime::{say, set_choice, Runtime};
 use crate::driver::thread::PerThread;
-use crate::driver::Host;
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -255,29 +254,10 @@ pub unsafe extern "C" fn pcoll_reduce_local(
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> c_int {
-    // SAFETY: the caller's arguments, unchanged.
-    let host = || unsafe { PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) };
-    let native = catch_unwind(|| match Mpi::with_thread(|t| classify::reduction(&Mpi, t, datatype, op)) {
-        Ok(Reduction { unit, combine: Combine::Native(kernel), .. })
-            if count > 0 && !inbuf.is_null() && !inoutbuf.is_null() =>
-        {
-            let bytes = count as usize * unit;
-            // SAFETY: MPI_Reduce_local's buffers hold `count` elements of
-            // `datatype`, whose extent is `unit`; they do not overlap.
-            let (src, dst) = unsafe {
-                (
-                    std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
-                    std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
-                )
-            };
-            (kernel.inplace)(src, dst);
-            true
-        }
-        _ => false,
-    });
-    match native {
+    match catch_unwind(|| classify::reduce_local(&Mpi, inbuf, inoutbuf, count, datatype, op)) {
         Ok(true) => MPI_SUCCESS as c_int,
-        _ => host(),
+        // SAFETY: the caller's arguments, unchanged.
+        _ => unsafe { PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) },
     }
 }
 

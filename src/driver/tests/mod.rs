@@ -8,6 +8,7 @@ mod host;
 mod node;
 mod window;
 
+use super::classify::reduce_local;
 use super::collectives::{bcast, forward_reduce, reduction};
 use super::gatherv::{gatherv, GathervArgs};
 use super::host::Outcome::{self, Done, Forward};
@@ -229,6 +230,24 @@ fn a_reduce_in_place_at_a_non_zero_root_reaches_the_host_with_a_copy() {
         let seen = forward(rank, root, count, ty, send, &mut recv);
         assert_eq!((seen.0, seen.2), (true, true), "rank {rank} root {root} count {count} {ty:?}");
     }
+}
+
+#[test]
+fn reduce_local_runs_pcolls_kernel_where_it_has_one_and_leaves_the_rest() {
+    let h = TestHost { world: World::one_node(1, &[]), rank: 0 };
+    let (a, mut b) = (bytes_of(&[1, 2, 3]), bytes_of(&[10, 20, 30]));
+    assert!(reduce_local(&h, a.as_ptr().cast(), b.as_mut_ptr().cast(), 3, Ty::I32, Op::Sum));
+    assert_eq!(i32s_of(&b), [11, 22, 33]);
+    // a user operator, a derived datatype, no elements, a null buffer
+    for (count, ty, op, inbuf) in [
+        (3, Ty::I32, SUM_USER, a.as_ptr()),
+        (3, Ty::Vector, Op::Sum, a.as_ptr()),
+        (0, Ty::I32, Op::Sum, a.as_ptr()),
+        (3, Ty::I32, Op::Sum, std::ptr::null()),
+    ] {
+        assert!(!reduce_local(&h, inbuf.cast(), b.as_mut_ptr().cast(), count, ty, op), "{count} {ty:?} {op:?}");
+    }
+    assert_eq!(i32s_of(&b), [11, 22, 33], "left to the host, untouched");
 }
 
 #[test]
