@@ -15,12 +15,11 @@ use crate::driver::classify;
 use crate::driver::collectives::{bcast, forward_reduce, reduction};
 use crate::driver::gatherv::{gatherv, GathervArgs};
 use crate::driver::host::Outcome::{self, Done, Forward};
-use crate::driver::runtime::{say, set_choice, Runtime};
+use crate::driver::runtime::{panic_message, say, set_choice, Runtime};
 use crate::driver::thread::PerThread;
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
 
 /// Wraps every collective: the panic boundary, PCOLL_ENABLE, the reentry
 /// guard, and accounting for forwarded calls. `run` gets the runtime and
@@ -37,12 +36,12 @@ pub(super) fn entry(
             return forward();
         }
         THREAD.with(|t| {
-            let Some(inside) = t.enter() else { return forward_to_host(rt, coll, NESTED, forward) };
+            let Some(inside) = t.enter() else { return rt.forward(coll, NESTED, forward) };
             match run(rt, t) {
                 Done(rc) => rc,
                 Forward(why) => {
                     drop(inside);
-                    forward_to_host(rt, coll, why, forward)
+                    rt.forward(coll, why, forward)
                 }
             }
         })
@@ -55,30 +54,12 @@ pub(super) fn entry(
 /// the communicator) is in use by the outer call.
 const NESTED: &str = "called from inside pcoll (a user-defined operator)";
 
-/// Hands a call to the host MPI, for `why` (out of line, like every path
-/// but pcoll's own calls, so that their code stays compact).
-#[inline(never)]
-fn forward_to_host(rt: &Runtime, coll: Coll, why: &'static str, forward: impl FnOnce() -> c_int) -> c_int {
-    log::debug!("{coll}: host MPI ({why})");
-    // the clock only when someone keeps statistics
-    let start = rt.stats.is_some().then(Instant::now);
-    let rc = forward();
-    if let (Some(stats), Some(start)) = (&rt.stats, start) {
-        stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
-    }
-    rc
-}
-
 /// A panic in pcoll: the collective is in an unknown state on this rank,
 /// so the job stops.
 #[cold]
 #[inline(never)]
 fn internal_error(coll: Coll, panic: Box<dyn std::any::Any + Send>) -> c_int {
-    let msg = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_default();
+    let msg = panic_message(&*panic);
     runtime::abort_job(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"))
 }
 

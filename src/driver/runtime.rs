@@ -6,10 +6,12 @@ use super::stats::{Stats, Summary};
 use super::Host;
 use crate::core::types::Coll;
 use crate::select::config::{accepted_choices, parse_choice, Choice, Config};
+use std::any::Any;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 pub struct Runtime {
     pub cfg: Config,
@@ -42,6 +44,32 @@ impl Runtime {
             unsafe { &*set }
         }
     }
+}
+
+impl Runtime {
+    /// Hands a call to the host for `why` (out of line, like every path
+    /// but pcoll's own calls, so that their code stays compact), counted
+    /// in the statistics.
+    #[inline(never)]
+    pub fn forward<R>(&self, coll: Coll, why: &'static str, forward: impl FnOnce() -> R) -> R {
+        log::debug!("{coll}: host MPI ({why})");
+        // the clock only when someone keeps statistics
+        let start = self.stats.is_some().then(Instant::now);
+        let rc = forward();
+        if let (Some(stats), Some(start)) = (&self.stats, start) {
+            stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
+        }
+        rc
+    }
+}
+
+/// The message a panic carries.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 /// Overrides how `coll` runs (`value` as `PCOLL_<COLL>` takes it; "" undoes

@@ -9,7 +9,7 @@ use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::CommState;
 use crate::driver::host::{Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::node::discover;
-use crate::driver::runtime::Runtime;
+use crate::driver::runtime::{panic_message, Runtime};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
 use crate::exec::kernels;
@@ -234,14 +234,6 @@ impl World {
             boxes = self.arrived.wait(boxes).unwrap();
         }
     }
-}
-
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 /// One rank (thread) of a [`World`].

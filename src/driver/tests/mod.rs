@@ -14,6 +14,7 @@ use super::gatherv::{gatherv, GathervArgs};
 use super::host::Outcome::{self, Done, Forward};
 use super::host::SUCCESS;
 use super::plan::{decide, plan};
+use super::runtime::panic_message;
 use super::thread::PerThread;
 use super::verify;
 use super::Host;
@@ -384,7 +385,7 @@ fn aggressive_gatherv_computes_the_layout_everywhere_without_a_broadcast() {
         gatherv_call(h, Some(&mine), 2, Ty::I32, &mut [0u8; 4], None, 0, WORLD)
     }))
     .expect_err("the job stops");
-    let text = host::panic_message(&*panic);
+    let text = panic_message(&*panic);
     assert!(text.contains("PCOLL_GATHERV_MODE=aggressive: rank 1 passes no valid recvcounts"), "{text}");
 
     // an argument only the root's counts: invalid there, forwarded there
@@ -570,7 +571,7 @@ fn verify_counts_agreement_and_reports_a_wrong_result() {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             reduce_call(h, Some(&mine), &mut recv, 4, Ty::I32, Op::Sum, None, WORLD)
         }))
-        .map_err(|panic| host::panic_message(&*panic))
+        .map_err(|panic| panic_message(&*panic))
     });
     for s in stopped {
         assert!(s.as_ref().is_err_and(|m| m.contains("PCOLL_VERIFY=abort")), "{s:?}");
@@ -654,9 +655,8 @@ fn the_finalize_summary_covers_every_rank() {
         }
         assert_eq!(bcast_call(h, recv.as_mut_ptr().cast(), 24, Ty::Byte, 0, WORLD), Forward("forced mpi"));
     });
-    // the guard's accounting of the forwarded call, as the library's does
-    let stats = world.rt.stats.as_ref().unwrap();
-    (0..3).for_each(|_| stats.lock().unwrap().record_fallback(Coll::Bcast, "forced mpi", 0.0));
+    // the guard hands the forwarded call to the host through the runtime
+    (0..3).for_each(|_| world.rt.forward(Coll::Bcast, "forced mpi", || ()));
     world.run(|h| super::runtime::report_at_finalize(&h, &world.rt, true));
     let text = std::fs::read_to_string(&file).expect("rank 0 wrote the summary");
     let _ = std::fs::remove_file(&file);
