@@ -6,25 +6,23 @@
 //! point every rank reaches together), and freed by the attribute's delete
 //! callback when the user frees the communicator. At MPI_Finalize,
 //! [`release_all`] frees the duplicates of communicators the user never
-//! freed (MPI_COMM_WORLD among them).
+//! freed (MPI_COMM_WORLD among them). [`States`] keeps the live ones.
 
 use super::host::{Mpi, State};
+use crate::driver::comm::States;
 use crate::driver::host::{check, Code};
 use crate::driver::node::discover;
 use crate::driver::Host;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
-use std::collections::BTreeSet;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// The keyval pcoll's state hangs on. Attributes with it are not copied by
 /// MPI_Comm_dup: a duplicate gets its own private communicator.
 static KEYVAL: OnceCell<c_int> = OnceCell::new();
 
-/// Addresses of every live state, for [`release_all`].
-static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+/// Every live state.
+static STATES: States<Mpi> = States::new();
 
 fn keyval() -> Result<c_int, c_int> {
     KEYVAL
@@ -37,17 +35,10 @@ fn keyval() -> Result<c_int, c_int> {
         .copied()
 }
 
-/// Bumped whenever a state is deleted: a communicator handle can be reused
-/// only after its communicator is freed, so a cached (handle, state) pair
-/// of an older epoch may be stale and one of the current epoch is not.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
-
 /// The number of states deleted so far.
 #[inline]
 pub(super) fn epoch() -> u64 {
-    // Acquire: pairs with the release bump of a deletion, so a state
-    // cached under the current epoch was not deleted.
-    EPOCH.load(Ordering::Acquire)
+    STATES.epoch()
 }
 
 /// pcoll's state for `comm` if it has one (an attribute lookup; Open MPI's
@@ -76,13 +67,12 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     // SAFETY: `private` receives the new communicator.
     check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
     let state = match discover(&Mpi, private, &super::runtime::get().cfg.shm) {
-        Ok(state) => Box::into_raw(Box::new(state)),
+        Ok(state) => STATES.add(state),
         Err(rc) => {
             Mpi.free_comm(&mut private);
             return Err(rc);
         }
     };
-    LIVE.lock().unwrap().insert(state as usize);
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
     check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
     log::debug!("created the private communicator for a communicator");
@@ -93,37 +83,20 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
 /// Delete callback of the keyval: the user freed the communicator (or MPI
 /// is deleting attributes at finalize).
 unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
-    let outcome = std::panic::catch_unwind(|| {
-        LIVE.lock().unwrap().remove(&(value as usize));
-        // Release: this deletion is seen by any later lookup's acquire.
-        EPOCH.fetch_add(1, Ordering::Release);
-        // SAFETY: `value` is the Box<State> pcoll attached; MPI calls this once per attribute.
-        let mut state = unsafe { Box::from_raw(value as *mut State) };
-        state.release(&Mpi);
-    });
+    // SAFETY: `value` is the state pcoll attached; MPI calls this once per attribute.
+    let outcome = std::panic::catch_unwind(|| unsafe { STATES.delete(&Mpi, value.cast()) });
     if outcome.is_err() {
         crate::driver::runtime::say("pcoll: internal error while freeing a communicator's state\n");
     }
     MPI_SUCCESS as c_int
 }
 
-/// Frees what pcoll made for every communicator still alive; called at
-/// MPI_Finalize while MPI still works. The leaders' windows are freed
-/// collectively, so the states go in the job-wide order of their windows
-/// (see [`crate::driver::window::Leaders::window_id`]). The states stay (marked released)
-/// until MPI deletes their attributes, if it ever does.
+/// Frees what pcoll made for every communicator still alive, in the order
+/// [`States::release_all`] gives; called at MPI_Finalize while MPI still
+/// works.
 pub(super) fn release_all() {
-    // Release: as for a deletion (the states become unusable).
-    EPOCH.fetch_add(1, Ordering::Release);
-    let live = std::mem::take(&mut *LIVE.lock().unwrap());
-    // SAFETY: addresses in LIVE are boxes whose attribute was not yet
-    // deleted; at finalize no other thread runs collectives.
-    let mut states: Vec<&mut State> =
-        live.into_iter().map(|address| unsafe { &mut *(address as *mut State) }).collect();
-    states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
-    for state in states {
-        state.release(&Mpi);
-    }
+    // SAFETY: at finalize no other thread runs collectives.
+    unsafe { STATES.release_all(&Mpi) };
     if let Some(&keyval) = KEYVAL.get() {
         let mut keyval = keyval;
         // SAFETY: frees pcoll's keyval; attributes still set keep it alive in MPI.

@@ -6,7 +6,7 @@
 
 use crate::core::schedule::Xfer;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
-use crate::driver::comm::CommState;
+use crate::driver::comm::{CommState, States};
 use crate::driver::host::{Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::node::discover;
 use crate::driver::runtime::{panic_message, Runtime};
@@ -94,8 +94,10 @@ pub struct World {
     pub rt: Runtime,
     mail: Mutex<HashMap<Key, VecDeque<Vec<u8>>>>,
     arrived: Condvar,
-    /// pcoll's states, by (communicator, thread): leaked boxes.
+    /// pcoll's states, by (communicator, thread), as MPI's attributes
+    /// find them; alive in `registry`.
     states: Mutex<HashMap<(Comm, usize), usize>>,
+    pub registry: States<TestHost>,
     /// The segments whose names are not unlinked yet.
     segments: Mutex<HashMap<SegmentName, &'static HeapSegment>>,
     segments_made: AtomicUsize,
@@ -109,8 +111,7 @@ pub struct World {
     /// freed (by every rank).
     windows_made: Mutex<HashMap<(Comm, usize), usize>>,
     pub windows_created: AtomicUsize,
-    pub windows_freed: AtomicUsize,
-    pub epoch: AtomicU64,
+    windows_freed: Mutex<Vec<(usize, usize)>>,
     /// Control broadcasts so far, by communicator.
     bcasts: Mutex<HashMap<Comm, usize>>,
     /// Calls a user operator made from inside pcoll, handed to the host.
@@ -146,8 +147,8 @@ impl World {
             windows: Mutex::default(),
             windows_made: Mutex::default(),
             windows_created: AtomicUsize::new(0),
-            windows_freed: AtomicUsize::new(0),
-            epoch: AtomicU64::new(0),
+            windows_freed: Mutex::default(),
+            registry: States::new(),
             bcasts: Mutex::default(),
             nested_forwards: AtomicUsize::new(0),
             wrong_reference: AtomicBool::new(false),
@@ -198,7 +199,8 @@ impl World {
     /// Thread `rank`'s state of `comm`, once the driver made it.
     pub fn state(&self, comm: Comm, rank: usize) -> Option<&'static CommState<TestHost>> {
         let address = *self.states.lock().unwrap().get(&(comm, rank))?;
-        // SAFETY: a leaked box of the world's, never freed.
+        // SAFETY: a state of the registry's, deleted only once no longer
+        // found here (TestHost::free_state).
         Some(unsafe { &*(address as *const CommState<TestHost>) })
     }
 
@@ -213,6 +215,11 @@ impl World {
     pub fn members_of(&self, comm: Comm) -> &'static [usize] {
         let spec: &'static CommSpec = self.comms.lock().unwrap()[comm];
         &spec.members
+    }
+
+    /// The memory of the windows thread `rank` freed, in order.
+    pub fn freed_windows(&self, rank: usize) -> Vec<usize> {
+        self.windows_freed.lock().unwrap().iter().filter(|w| w.0 == rank).map(|w| w.1).collect()
     }
 
     /// The names of segments not unlinked yet.
@@ -270,6 +277,14 @@ impl TestHost {
     /// The communicator of a state, with this thread's rank in it.
     fn of(&self, state: &CommState<TestHost>) -> (Comm, &'static [usize]) {
         (state.private, self.members(state.private))
+    }
+
+    /// What MPI does when the user frees `comm` (not collective): deletes
+    /// this rank's state of it. Nothing may hold the state any more.
+    pub fn free_state(&self, comm: Comm) {
+        let state = self.world.states.lock().unwrap().remove(&(comm, self.rank)).expect("a state");
+        // SAFETY: added by create_state, and no longer found.
+        unsafe { self.world.registry.delete(self, state as *mut CommState<TestHost>) };
     }
 
     /// Whether thread `rank` is among the bits of `set`.
@@ -347,6 +362,8 @@ struct SharedWindow {
 /// the latest moment MPI allows, while every rank waits there.
 pub struct TestWin {
     shared: &'static SharedWindow,
+    /// The thread and the memory whose window this is.
+    owner: (usize, usize),
     queued: Vec<(Access, usize, usize, usize, usize)>,
 }
 
@@ -385,7 +402,7 @@ impl Host for TestHost {
     }
 
     fn epoch(&self) -> u64 {
-        self.world.epoch.load(Ordering::Acquire)
+        self.world.registry.epoch()
     }
 
     fn find_state<'a>(&self, comm: Comm) -> Option<&'a CommState<TestHost>> {
@@ -395,11 +412,10 @@ impl Host for TestHost {
     fn create_state<'a>(&self, comm: Comm) -> Result<&'a CommState<TestHost>, Code> {
         // the private duplicate
         let private = self.split(comm, Split::Color(Some(0)), self.comm_rank(comm))?;
-        let state = discover(self, private, &self.world.rt.cfg.shm)?;
-        let address = Box::leak(Box::new(state)) as *const CommState<TestHost>;
-        self.world.states.lock().unwrap().insert((comm, self.rank), address as usize);
-        // SAFETY: just leaked, never freed.
-        Ok(unsafe { &*address })
+        let state = self.world.registry.add(discover(self, private, &self.world.rt.cfg.shm)?);
+        self.world.states.lock().unwrap().insert((comm, self.rank), state as usize);
+        // SAFETY: just added, alive until TestHost::free_state.
+        Ok(unsafe { &*state })
     }
 
     fn world(&self) -> Comm {
@@ -480,11 +496,11 @@ impl Host for TestHost {
         });
         shared.mem.lock().unwrap()[me] = (base as usize, bytes);
         self.world.windows_created.fetch_add(1, Ordering::Relaxed);
-        Ok(TestWin { shared, queued: Vec::new() })
+        Ok(TestWin { shared, owner: (self.rank, base as usize), queued: Vec::new() })
     }
 
-    fn win_free(&self, _: &mut TestWin) {
-        self.world.windows_freed.fetch_add(1, Ordering::Relaxed);
+    fn win_free(&self, win: &mut TestWin) {
+        self.world.windows_freed.lock().unwrap().push(win.owner);
     }
 
     unsafe fn win_transfer(

@@ -609,7 +609,8 @@ fn a_collective_called_from_a_user_operator_goes_to_the_host() {
 
 #[test]
 fn a_remembered_plan_lasts_while_no_communicator_is_freed() {
-    let world = World::one_node(2, &[]);
+    let other = CommSpec { members: vec![1, 0], inter: false };
+    let world = World::new(&[0, 0], &[], vec![other]).with_states(2);
     let freed = std::sync::Barrier::new(2);
     world.run(|h| {
         let key = |op| super::prepared::Key {
@@ -633,8 +634,7 @@ fn a_remembered_plan_lasts_while_no_communicator_is_freed() {
         assert!(recall(SUM_USER).is_none());
         freed.wait();
         if h.rank == 0 {
-            // what the host does when a communicator is freed
-            world.epoch.fetch_add(1, Ordering::Release);
+            h.free_state(2);
         }
         freed.wait();
         assert!(recall(Op::Sum).is_none(), "a plan from before a communicator was freed");
