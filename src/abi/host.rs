@@ -374,9 +374,9 @@ impl Host for Mpi {
         });
     }
 
-    fn reference_reduce(
+    fn reduce(
         &self,
-        state: &State,
+        comm: MPI_Comm,
         root: Option<usize>,
         send: &[u8],
         recv: &mut [u8],
@@ -384,7 +384,7 @@ impl Host for Mpi {
         datatype: MPI_Datatype,
         op: MPI_Op,
     ) -> Result<(), Code> {
-        let (from, to, n, comm) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int, state.private);
+        let (from, to, n) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int);
         // SAFETY: `send` holds `count` elements of `datatype`; `recv` has
         // room for as many where the result is defined (every rank of an
         // Allreduce, the root of a Reduce), and is ignored elsewhere.
@@ -396,15 +396,14 @@ impl Host for Mpi {
         })
     }
 
-    fn reference_bcast(&self, state: &State, data: &mut [u8], root: usize) -> Result<(), Code> {
-        let comm = state.private;
+    fn bcast_bytes(&self, comm: MPI_Comm, data: &mut [u8], root: usize) -> Result<(), Code> {
         // SAFETY: `data` holds the bytes every rank passes alike.
         check(unsafe { PMPI_Bcast(recv_ptr(data), data.len() as c_int, byte(), root as c_int, comm) })
     }
 
-    fn reference_gatherv(
+    fn gatherv_bytes(
         &self,
-        state: &State,
+        comm: MPI_Comm,
         send: &[u8],
         recv: &mut [u8],
         blocks: &[(usize, usize)],
@@ -423,53 +422,13 @@ impl Host for Mpi {
                 displs.as_ptr(),
                 byte(),
                 root as c_int,
-                state.private,
+                comm,
             )
         })
     }
 
     fn world_rank(&self) -> usize {
         runtime::world_rank() as usize
-    }
-
-    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let (rank, len, mut size) = (runtime::world_rank(), mine.len() as c_int, 0);
-        // SAFETY: reads the size of MPI_COMM_WORLD into a local.
-        unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
-        let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
-        let world = self.world();
-        // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
-        unsafe {
-            PMPI_Gather(
-                (&len as *const c_int).cast(),
-                1,
-                RSMPI_INT32_T,
-                lens.as_mut_ptr().cast(),
-                1,
-                RSMPI_INT32_T,
-                0,
-                world,
-            )
-        };
-        let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
-        let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
-        // SAFETY: every rank sends its `len` bytes; the root receives them at
-        // `displs` in `all`, sized for the sum of the lengths.
-        unsafe {
-            PMPI_Gatherv(
-                send_ptr(mine),
-                len,
-                byte(),
-                recv_ptr(&mut all),
-                lens.as_ptr(),
-                displs.as_ptr(),
-                byte(),
-                0,
-                world,
-            )
-        };
-        (rank == 0)
-            .then(|| lens.iter().zip(&displs).map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec()).collect())
     }
 
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {

@@ -15,7 +15,7 @@
 //!   and the host's reduction of an operator pcoll has no kernel for;
 //! - the host's own collectives, which PCOLL_VERIFY compares with;
 //! - the process: its world rank, the host's version, stopping the job,
-//!   and gathering the finalize summary over the job.
+//!   and summing PCOLL_VERIFY's counts over the job.
 
 use super::comm::CommState;
 use super::thread::PerThread;
@@ -253,15 +253,16 @@ pub trait Host: Copy + Sized + 'static {
         comm: Self::Comm,
     );
 
-    // --- The host's own collectives on a state's private communicator,
-    // which PCOLL_VERIFY compares pcoll's results with (counts fit an int).
+    // --- The host's own collectives (counts fit an int), which
+    // PCOLL_VERIFY compares pcoll's results with on a state's private
+    // communicator, and the finalize summary gathers with.
 
     /// Allreduce (`root` None) or Reduce of `count` elements; `recv` is
     /// significant where the result is defined.
     #[allow(clippy::too_many_arguments)]
-    fn reference_reduce(
+    fn reduce(
         &self,
-        state: &CommState<Self>,
+        comm: Self::Comm,
         root: Option<usize>,
         send: &[u8],
         recv: &mut [u8],
@@ -270,12 +271,12 @@ pub trait Host: Copy + Sized + 'static {
         op: Self::Op,
     ) -> Result<(), Code>;
     /// Bcast of bytes.
-    fn reference_bcast(&self, state: &CommState<Self>, data: &mut [u8], root: usize) -> Result<(), Code>;
+    fn bcast_bytes(&self, comm: Self::Comm, data: &mut [u8], root: usize) -> Result<(), Code>;
     /// Gatherv of bytes: at the root, block `(offset, len)` of each rank
     /// lands in `recv`.
-    fn reference_gatherv(
+    fn gatherv_bytes(
         &self,
-        state: &CommState<Self>,
+        comm: Self::Comm,
         send: &[u8],
         recv: &mut [u8],
         blocks: &[(usize, usize)],
@@ -286,9 +287,6 @@ pub trait Host: Copy + Sized + 'static {
 
     /// This process's rank in MPI_COMM_WORLD.
     fn world_rank(&self) -> usize;
-    /// Every rank's `mine` at world rank 0, by rank (`None` elsewhere);
-    /// collective over MPI_COMM_WORLD (the finalize summary).
-    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
     /// The sum of every rank's `mine` at world rank 0 (`None` elsewhere);
     /// collective over MPI_COMM_WORLD.
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>>;

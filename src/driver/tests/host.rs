@@ -274,11 +274,6 @@ impl TestHost {
         self.members(comm).iter().position(|&m| m == self.rank).expect("a member of the communicator")
     }
 
-    /// The communicator of a state, with this thread's rank in it.
-    fn of(&self, state: &CommState<TestHost>) -> (Comm, &'static [usize]) {
-        (state.private, self.members(state.private))
-    }
-
     /// What MPI does when the user frees `comm` (not collective): deletes
     /// this rank's state of it. Nothing may hold the state any more.
     pub fn free_state(&self, comm: Comm) {
@@ -623,9 +618,9 @@ impl Host for TestHost {
         }
     }
 
-    fn reference_reduce(
+    fn reduce(
         &self,
-        state: &CommState<TestHost>,
+        comm: Comm,
         root: Option<usize>,
         send: &[u8],
         recv: &mut [u8],
@@ -633,14 +628,14 @@ impl Host for TestHost {
         ty: Ty,
         op: Op,
     ) -> Result<(), Code> {
-        self.reduce_at(state.private, root, send, recv, ty, op);
+        self.reduce_at(comm, root, send, recv, ty, op);
         Ok(())
     }
 
-    fn reference_bcast(&self, state: &CommState<TestHost>, data: &mut [u8], root: usize) -> Result<(), Code> {
-        let (comm, members) = self.of(state);
-        if state.rank == root {
-            (0..members.len()).filter(|&r| r != root).for_each(|r| self.post(REFERENCE, comm, r, data.to_vec()));
+    fn bcast_bytes(&self, comm: Comm, data: &mut [u8], root: usize) -> Result<(), Code> {
+        if self.comm_rank(comm) == root {
+            let size = self.members(comm).len();
+            (0..size).filter(|&r| r != root).for_each(|r| self.post(REFERENCE, comm, r, data.to_vec()));
         } else {
             data.copy_from_slice(&self.take(REFERENCE, comm, root));
             if self.world.wrong_reference.load(Ordering::Relaxed) {
@@ -650,18 +645,17 @@ impl Host for TestHost {
         Ok(())
     }
 
-    fn reference_gatherv(
+    fn gatherv_bytes(
         &self,
-        state: &CommState<TestHost>,
+        comm: Comm,
         send: &[u8],
         recv: &mut [u8],
         blocks: &[(usize, usize)],
         root: usize,
     ) -> Result<(), Code> {
-        let (comm, members) = self.of(state);
         self.post(REFERENCE, comm, root, send.to_vec());
-        if state.rank == root {
-            for (r, &(off, len)) in blocks.iter().enumerate().take(members.len()) {
+        if self.comm_rank(comm) == root {
+            for (r, &(off, len)) in blocks.iter().enumerate().take(self.members(comm).len()) {
                 recv[off..off + len].copy_from_slice(&self.take(REFERENCE, comm, r));
             }
         }
@@ -672,17 +666,9 @@ impl Host for TestHost {
         self.rank
     }
 
-    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let world = self.world();
-        self.post(REFERENCE, world, 0, mine.to_vec());
-        (self.rank == 0).then(|| (0..self.world.size).map(|r| self.take(REFERENCE, world, r)).collect())
-    }
-
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {
-        let all = self.gather_at_root(&mine.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
-        let words =
-            |b: &Vec<u8>| b.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect::<Vec<u64>>();
-        Some(all.iter().map(words).fold(vec![0; mine.len()], |acc, w| acc.iter().zip(w).map(|(a, b)| a + b).collect()))
+        let all = self.allgather_words(self.world(), mine).ok()?;
+        (self.rank == 0).then(|| (0..mine.len()).map(|i| all.iter().skip(i).step_by(mine.len()).sum()).collect())
     }
 
     fn version(&self) -> String {
