@@ -40,16 +40,16 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
     let (local, local_size) = shape(host, node_comm);
     // The node's first communicator rank names the node.
     let leader = host.allgather_words(node_comm, &[rank as u64])?.into_iter().min().expect("this rank's own") as usize;
-    let geo = cfg.geometry(local_size);
+    let (geo, on_node) = (cfg.geometry(local_size), OnNode { host, os, comm: node_comm, local, size: local_size });
     let mapping = match (cfg.enable, local_size) {
         (false, _) => None,
         // A node of one rank (of a communicator that spans nodes) needs
         // no sharing: private memory serves the compositions alike.
-        (true, 1) => os.private(geo),
-        (true, _) => map_segment(host, &os, node_comm, local, geo)?,
+        (true, 1) => on_node.os.private(geo),
+        (true, _) => on_node.map_segment(geo)?,
     };
     let peers = match &mapping {
-        Some(_) if cfg.zcopy => probe_zero_copy(host, &os, node_comm, local, local_size)?,
+        Some(_) if cfg.zcopy => on_node.probe_zero_copy()?,
         _ => None,
     };
     let mine = NodeReport { leader, local, segment: mapping.is_some(), zero_copy: peers.is_some() };
@@ -81,63 +81,66 @@ fn shape<H: Host>(host: &H, comm: H::Comm) -> (usize, usize) {
     host.comm_shape(comm).expect("pcoll's communicators are intracommunicators")
 }
 
-/// Whether `ok` holds at every rank of `comm` (the same answer at all).
-fn everywhere<H: Host>(host: &H, comm: H::Comm, ok: bool) -> Result<bool, Code> {
-    Ok(host.allgather_words(comm, &[ok as u64])?.iter().all(|&w| w != 0))
-}
-
-/// Local rank 0 creates the segment, the others open it; each places its
-/// block, and the name is unlinked once all have mapped it. `None` (on
-/// every rank alike) if any rank failed.
-fn map_segment<H: Host>(
-    host: &H,
-    os: &H::Os,
-    node_comm: H::Comm,
-    local: usize,
-    geo: Geometry,
-) -> Result<Option<<H::Os as NodeOs>::Mapping>, Code> {
-    let (mut name, mut mapping): (SegmentName, _) = ([0; 64], None);
-    if local == 0 {
-        if let Some((created, m)) = os.create(geo) {
-            (name, mapping) = (created, Some(m));
-        }
-    }
-    let mut words: Vec<u64> = name.chunks_exact(8).map(|b| u64::from_ne_bytes(b.try_into().unwrap())).collect();
-    host.bcast_words(node_comm, &mut words, 0)?;
-    name.chunks_exact_mut(8).zip(&words).for_each(|(b, w)| b.copy_from_slice(&w.to_ne_bytes()));
-    if local != 0 && name[0] != 0 {
-        mapping = os.open(&name, geo);
-    }
-    let ok = everywhere(host, node_comm, mapping.is_some())?;
-    if let Some(m) = mapping.as_ref().filter(|_| ok) {
-        os.place(m, local);
-    }
-    // every rank has mapped (or failed to map) the segment by now
-    host.barrier(node_comm)?;
-    if local == 0 && name[0] != 0 {
-        os.unlink(&name);
-    }
-    if !ok {
-        log::warn!("node layer: the shared segment could not be set up on every rank; node algorithms are off");
-        return Ok(None);
-    }
-    let mapping = mapping.expect("every rank mapped the segment");
-    os.settle(&mapping, local);
-    Ok(Some(mapping))
-}
-
-/// Whether zero copy works between the node's ranks: each reads its
-/// right neighbour's probe word. `None` on every rank unless all succeed.
-fn probe_zero_copy<H: Host>(
-    host: &H,
-    os: &H::Os,
-    node_comm: H::Comm,
+/// This rank on its node: what it sets up with the node's other ranks.
+struct OnNode<'a, H: Host> {
+    host: &'a H,
+    os: H::Os,
+    /// The node's communicator, this rank there, and the node's size.
+    comm: H::Comm,
     local: usize,
     size: usize,
-) -> Result<Option<<H::Os as NodeOs>::Peers>, Code> {
-    let all = host.allgather_words(node_comm, &os.probe_words())?;
-    let right = (local + 1) % size;
-    let works = os.probe(&all[2 * right..2 * right + 2]);
-    let peers = os.peers(&all);
-    Ok(everywhere(host, node_comm, works)?.then_some(peers))
+}
+
+impl<H: Host> OnNode<'_, H> {
+    /// Whether `ok` holds at every rank of the node (the same answer at
+    /// all).
+    fn everywhere(&self, ok: bool) -> Result<bool, Code> {
+        Ok(self.host.allgather_words(self.comm, &[ok as u64])?.iter().all(|&w| w != 0))
+    }
+
+    /// Local rank 0 creates the segment, the others open it; each places
+    /// its block, and the name is unlinked once all have mapped it. `None`
+    /// (on every rank alike) if any rank failed.
+    fn map_segment(&self, geo: Geometry) -> Result<Option<<H::Os as NodeOs>::Mapping>, Code> {
+        let (os, local) = (&self.os, self.local);
+        let (mut name, mut mapping): (SegmentName, _) = ([0; 64], None);
+        if local == 0 {
+            if let Some((created, m)) = os.create(geo) {
+                (name, mapping) = (created, Some(m));
+            }
+        }
+        let mut words: Vec<u64> = name.chunks_exact(8).map(|b| u64::from_ne_bytes(b.try_into().unwrap())).collect();
+        self.host.bcast_words(self.comm, &mut words, 0)?;
+        name.chunks_exact_mut(8).zip(&words).for_each(|(b, w)| b.copy_from_slice(&w.to_ne_bytes()));
+        if local != 0 && name[0] != 0 {
+            mapping = os.open(&name, geo);
+        }
+        let ok = self.everywhere(mapping.is_some())?;
+        if let Some(m) = mapping.as_ref().filter(|_| ok) {
+            os.place(m, local);
+        }
+        // every rank has mapped (or failed to map) the segment by now
+        self.host.barrier(self.comm)?;
+        if local == 0 && name[0] != 0 {
+            os.unlink(&name);
+        }
+        if !ok {
+            log::warn!("node layer: the shared segment could not be set up on every rank; node algorithms are off");
+            return Ok(None);
+        }
+        let mapping = mapping.expect("every rank mapped the segment");
+        os.settle(&mapping, local);
+        Ok(Some(mapping))
+    }
+
+    /// Whether zero copy works between the node's ranks: each reads its
+    /// right neighbour's probe word. `None` on every rank unless all
+    /// succeed.
+    fn probe_zero_copy(&self) -> Result<Option<<H::Os as NodeOs>::Peers>, Code> {
+        let all = self.host.allgather_words(self.comm, &self.os.probe_words())?;
+        let right = (self.local + 1) % self.size;
+        let works = self.os.probe(&all[2 * right..2 * right + 2]);
+        let peers = self.os.peers(&all);
+        Ok(self.everywhere(works)?.then_some(peers))
+    }
 }
