@@ -9,9 +9,10 @@
 //! - [`algos`]: one file per algorithm: schedules, node algorithms, compositions;
 //! - [`select`]: configuration from the environment and the per-call decision;
 //! - [`driver`]: per-call orchestration above selection, against a host
-//!   trait (classification, planning, the Gatherv agreement, packing,
-//!   dispatch, PCOLL_VERIFY), the per-thread caches, the schedule cache,
-//!   the call statistics; unit-tested with ranks as threads;
+//!   trait (node discovery, classification, planning, the Gatherv
+//!   agreement, packing, dispatch, PCOLL_VERIFY), the per-thread caches,
+//!   the schedule cache, the call statistics; unit-tested with ranks as
+//!   threads;
 //! - `sim` (feature `tool`): runs every rank's schedule in one process (tests,
 //!   no MPI), and the cost model's pricing;
 //! - `tune` (feature `tool`): `pcoll tune`, measuring the algorithms into a

@@ -1,42 +1,28 @@
-//! pcoll's state of a user communicator, on the MPI side: the private
-//! duplicate all pcoll traffic runs on and the node's resources
-//! ([`MpiComm`]), in a [`CommState`] cached as an attribute of the user's
-//! communicator.
+//! pcoll's state of a user communicator ([`crate::driver::comm::CommState`],
+//! made by node discovery over the private duplicate all pcoll traffic
+//! runs on), cached as an attribute of the user's communicator.
 //!
 //! It is created at the first collective pcoll runs on a communicator (a
 //! point every rank reaches together), and freed by the attribute's delete
 //! callback when the user frees the communicator. At MPI_Finalize,
 //! [`release_all`] frees the duplicates of communicators the user never
-//! freed (MPI_COMM_WORLD among them).
+//! freed (MPI_COMM_WORLD among them). [`States`] keeps the live ones.
 
-use super::host::State;
-use super::node;
+use super::host::{Mpi, State};
+use crate::driver::comm::States;
 use crate::driver::host::{check, Code};
-use crate::shm::os::{Cma, Mapping};
+use crate::driver::node::discover;
+use crate::driver::Host;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
-use std::collections::BTreeSet;
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-
-/// What the host keeps of a communicator pcoll runs calls on.
-pub(super) struct MpiComm {
-    /// The private duplicate; MPI_COMM_NULL once released at finalize.
-    pub private: MPI_Comm,
-    /// The ranks of this rank's node (of the private duplicate).
-    pub node_comm: MPI_Comm,
-    /// The node's segment and zero copy, where they could be set up.
-    pub mapping: Option<Mapping>,
-    pub cma: Option<Cma>,
-}
 
 /// The keyval pcoll's state hangs on. Attributes with it are not copied by
 /// MPI_Comm_dup: a duplicate gets its own private communicator.
 static KEYVAL: OnceCell<c_int> = OnceCell::new();
 
-/// Addresses of every live state, for [`release_all`].
-static LIVE: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
+/// Every live state.
+static STATES: States<Mpi> = States::new();
 
 fn keyval() -> Result<c_int, c_int> {
     KEYVAL
@@ -49,17 +35,10 @@ fn keyval() -> Result<c_int, c_int> {
         .copied()
 }
 
-/// Bumped whenever a state is deleted: a communicator handle can be reused
-/// only after its communicator is freed, so a cached (handle, state) pair
-/// of an older epoch may be stale and one of the current epoch is not.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
-
 /// The number of states deleted so far.
 #[inline]
 pub(super) fn epoch() -> u64 {
-    // Acquire: pairs with the release bump of a deletion, so a state
-    // cached under the current epoch was not deleted.
-    EPOCH.load(Ordering::Acquire)
+    STATES.epoch()
 }
 
 /// pcoll's state for `comm` if it has one (an attribute lookup; Open MPI's
@@ -87,14 +66,13 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
     check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
-    let state = match node::discover(private, &super::runtime::get().cfg.shm) {
-        Ok(state) => Box::into_raw(Box::new(state)),
+    let state = match discover(&Mpi, private, &super::runtime::get().cfg.shm) {
+        Ok(state) => STATES.add(state),
         Err(rc) => {
-            free_comm(&mut private);
+            Mpi.free_comm(&mut private);
             return Err(rc);
         }
     };
-    LIVE.lock().unwrap().insert(state as usize);
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
     check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
     log::debug!("created the private communicator for a communicator");
@@ -102,65 +80,23 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     Ok(unsafe { &*state })
 }
 
-pub(super) fn free_comm(comm: &mut MPI_Comm) {
-    // SAFETY: `comm` is a communicator pcoll made and still owns.
-    unsafe {
-        if *comm != RSMPI_COMM_NULL {
-            PMPI_Comm_free(comm);
-        }
-        *comm = RSMPI_COMM_NULL;
-    }
-}
-
-/// Frees what pcoll made for the communicator; MPI must still be running.
-/// Logs the node algorithms' timed choices once: MPI may delete the
-/// attribute of a communicator that MPI_Finalize released already.
-fn release(state: &mut State) {
-    state.leaders.get_mut().unwrap().release();
-    if state.host.mapping.take().is_some() {
-        for line in state.node.summary() {
-            log::info!("node layer, {line}");
-        }
-    }
-    state.host.cma = None;
-    free_comm(&mut state.host.node_comm);
-    free_comm(&mut state.host.private);
-}
-
 /// Delete callback of the keyval: the user freed the communicator (or MPI
 /// is deleting attributes at finalize).
 unsafe extern "C" fn delete_state(_comm: MPI_Comm, _keyval: c_int, value: *mut c_void, _extra: *mut c_void) -> c_int {
-    let outcome = std::panic::catch_unwind(|| {
-        LIVE.lock().unwrap().remove(&(value as usize));
-        // Release: this deletion is seen by any later lookup's acquire.
-        EPOCH.fetch_add(1, Ordering::Release);
-        // SAFETY: `value` is the Box<State> pcoll attached; MPI calls this once per attribute.
-        let mut state = unsafe { Box::from_raw(value as *mut State) };
-        release(&mut state);
-    });
+    // SAFETY: `value` is the state pcoll attached; MPI calls this once per attribute.
+    let outcome = std::panic::catch_unwind(|| unsafe { STATES.delete(&Mpi, value.cast()) });
     if outcome.is_err() {
         crate::driver::runtime::say("pcoll: internal error while freeing a communicator's state\n");
     }
     MPI_SUCCESS as c_int
 }
 
-/// Frees what pcoll made for every communicator still alive; called at
-/// MPI_Finalize while MPI still works. The leaders' windows are freed
-/// collectively, so the states go in the job-wide order of their windows
-/// (see `window::Window::agree_on_id`). The states stay (marked released)
-/// until MPI deletes their attributes, if it ever does.
+/// Frees what pcoll made for every communicator still alive, in the order
+/// [`States::release_all`] gives; called at MPI_Finalize while MPI still
+/// works.
 pub(super) fn release_all() {
-    // Release: as for a deletion (the states become unusable).
-    EPOCH.fetch_add(1, Ordering::Release);
-    let live = std::mem::take(&mut *LIVE.lock().unwrap());
-    // SAFETY: addresses in LIVE are boxes whose attribute was not yet
-    // deleted; at finalize no other thread runs collectives.
-    let mut states: Vec<&mut State> =
-        live.into_iter().map(|address| unsafe { &mut *(address as *mut State) }).collect();
-    states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
-    for state in states {
-        release(state);
-    }
+    // SAFETY: at finalize no other thread runs collectives.
+    unsafe { STATES.release_all(&Mpi) };
     if let Some(&keyval) = KEYVAL.get() {
         let mut keyval = keyval;
         // SAFETY: frees pcoll's keyval; attributes still set keep it alive in MPI.

@@ -11,18 +11,15 @@
 use super::host::Mpi;
 use super::{runtime, THREAD};
 use crate::core::types::Coll;
-use crate::driver::classify::{self, Combine, Reduction};
-use crate::driver::collectives::{bcast, reduction};
-use crate::driver::comm;
+use crate::driver::classify;
+use crate::driver::collectives::{bcast, forward_reduce, reduction};
 use crate::driver::gatherv::{gatherv, GathervArgs};
 use crate::driver::host::Outcome::{self, Done, Forward};
-use crate::driver::runtime::{say, set_choice, Runtime};
+use crate::driver::runtime::{panic_message, say, set_choice, Runtime};
 use crate::driver::thread::PerThread;
-use crate::driver::Host;
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
 
 /// Wraps every collective: the panic boundary, PCOLL_ENABLE, the reentry
 /// guard, and accounting for forwarded calls. `run` gets the runtime and
@@ -39,12 +36,12 @@ pub(super) fn entry(
             return forward();
         }
         THREAD.with(|t| {
-            let Some(inside) = t.enter() else { return forward_to_host(rt, coll, NESTED, forward) };
+            let Some(inside) = t.enter() else { return rt.forward(coll, NESTED, forward) };
             match run(rt, t) {
                 Done(rc) => rc,
                 Forward(why) => {
                     drop(inside);
-                    forward_to_host(rt, coll, why, forward)
+                    rt.forward(coll, why, forward)
                 }
             }
         })
@@ -57,70 +54,13 @@ pub(super) fn entry(
 /// the communicator) is in use by the outer call.
 const NESTED: &str = "called from inside pcoll (a user-defined operator)";
 
-/// Hands a call to the host MPI, for `why` (out of line, like every path
-/// but pcoll's own calls, so that their code stays compact).
-#[inline(never)]
-fn forward_to_host(rt: &Runtime, coll: Coll, why: &'static str, forward: impl FnOnce() -> c_int) -> c_int {
-    log::debug!("{coll}: host MPI ({why})");
-    // the clock only when someone keeps statistics
-    let start = rt.stats.is_some().then(Instant::now);
-    let rc = forward();
-    if let (Some(stats), Some(start)) = (&rt.stats, start) {
-        stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
-    }
-    rc
-}
-
 /// A panic in pcoll: the collective is in an unknown state on this rank,
 /// so the job stops.
 #[cold]
 #[inline(never)]
 fn internal_error(coll: Coll, panic: Box<dyn std::any::Any + Send>) -> c_int {
-    let msg = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_default();
+    let msg = panic_message(&*panic);
     runtime::abort_job(&format!("pcoll: internal error in MPI_{coll}: {msg}; aborting the job\n"))
-}
-
-/// Hands a Reduce to the host MPI. MPICH 4.0.2 crashes on MPI_IN_PLACE at a
-/// non-zero root from about 2 KiB, so there the root passes a copy of its
-/// data as the send buffer instead: same result, valid for every host.
-// MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI: the casts are needed for one of them.
-#[allow(clippy::unnecessary_cast)]
-pub(super) fn forward_reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    call: impl FnOnce(*const c_void, *mut c_void) -> c_int,
-) -> c_int {
-    let root_in_place = sendbuf == Mpi.in_place()
-        && root != 0
-        && count > 0
-        && !recvbuf.is_null()
-        && Mpi::with_thread(|t| {
-            classify::is_usable_type(&Mpi, t, datatype)
-                && comm::shape(&Mpi, t, comm).is_some_and(|(rank, _)| rank as c_int == root)
-        });
-    if !root_in_place {
-        return call(sendbuf, recvbuf);
-    }
-    let (mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0);
-    // SAFETY: a usable datatype; the out-pointers are locals.
-    unsafe {
-        PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
-        PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
-    }
-    let span = ((count - 1) * extent as i64 + true_extent as i64).max(0) as usize;
-    // SAFETY: the root's receive buffer holds `count` elements, whose bytes
-    // lie in [recvbuf + true_lb, recvbuf + true_lb + span).
-    let data = unsafe { std::slice::from_raw_parts(recvbuf.cast::<u8>().wrapping_offset(true_lb as isize), span) };
-    let copy = data.to_vec();
-    call(copy.as_ptr().wrapping_offset(-(true_lb as isize)).cast(), recvbuf)
 }
 
 // ---------------------------------------------------------------------------
@@ -171,7 +111,7 @@ macro_rules! c_collectives {
                 Coll::Reduce,
                 |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
                 || {
-                    forward_reduce(sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
+                    forward_reduce(&Mpi, sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
                         // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
                         unsafe { $pmpi_reduce(send, recv, count, datatype, op, root, comm) }
                     })
@@ -295,29 +235,10 @@ pub unsafe extern "C" fn pcoll_reduce_local(
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> c_int {
-    // SAFETY: the caller's arguments, unchanged.
-    let host = || unsafe { PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) };
-    let native = catch_unwind(|| match Mpi::with_thread(|t| classify::reduction(&Mpi, t, datatype, op)) {
-        Ok(Reduction { unit, combine: Combine::Native(kernel), .. })
-            if count > 0 && !inbuf.is_null() && !inoutbuf.is_null() =>
-        {
-            let bytes = count as usize * unit;
-            // SAFETY: MPI_Reduce_local's buffers hold `count` elements of
-            // `datatype`, whose extent is `unit`; they do not overlap.
-            let (src, dst) = unsafe {
-                (
-                    std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
-                    std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
-                )
-            };
-            (kernel.inplace)(src, dst);
-            true
-        }
-        _ => false,
-    });
-    match native {
+    match catch_unwind(|| classify::reduce_local(&Mpi, inbuf, inoutbuf, count, datatype, op)) {
         Ok(true) => MPI_SUCCESS as c_int,
-        _ => host(),
+        // SAFETY: the caller's arguments, unchanged.
+        _ => unsafe { PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) },
     }
 }
 

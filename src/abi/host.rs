@@ -2,19 +2,16 @@
 //! on the private duplicates of the user's communicators, and on the
 //! node's resources.
 
-use super::comm::{self, MpiComm};
+use super::comm;
 use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
 use super::transport::PmpiTransport;
-use super::window::Leaders;
 use super::{runtime, THREAD};
-use crate::algos::multinode::OneSided;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::CommState;
-use crate::driver::host::{check, Code, OpKind, Repr, TypeKind, TypeLayout};
+use crate::driver::host::{check, Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
-use crate::shm::segment::Segment;
-use crate::shm::PeerMemory;
+use crate::shm::os::Linux;
 use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -112,8 +109,8 @@ impl Host for Mpi {
     type Comm = MPI_Comm;
     type Datatype = MPI_Datatype;
     type Op = MPI_Op;
-    type Private = MpiComm;
-    type Leaders = Leaders;
+    type Os = Linux;
+    type Win = MPI_Win;
     type Transport<'a> = PmpiTransport<'a>;
 
     #[inline]
@@ -156,45 +153,103 @@ impl Host for Mpi {
         unsafe { RSMPI_COMM_WORLD }
     }
 
-    fn bcast_words(&self, state: &State, words: &mut [u64], root: usize) -> Result<(), Code> {
-        // SAFETY: `words` holds the same number of words at every rank; the
-        // private communicator carries only pcoll's traffic.
+    fn split(&self, comm: MPI_Comm, how: Split, key: usize) -> Result<MPI_Comm, Code> {
+        let (mut new, key) = (comm, key as c_int);
+        // SAFETY: a collective over `comm`, every rank at the same point;
+        // `new` receives the communicator, freed with the state.
         check(unsafe {
-            PMPI_Bcast(
-                words.as_mut_ptr().cast(),
-                words.len() as c_int,
-                RSMPI_UINT64_T,
-                root as c_int,
-                state.host.private,
-            )
+            match how {
+                Split::Shared => PMPI_Comm_split_type(comm, RSMPI_COMM_TYPE_SHARED, key, RSMPI_INFO_NULL, &mut new),
+                Split::Color(color) => {
+                    PMPI_Comm_split(comm, color.map_or(RSMPI_UNDEFINED, |c| c as c_int), key, &mut new)
+                }
+            }
+        })?;
+        Ok(new)
+    }
+
+    fn free_comm(&self, comm: &mut MPI_Comm) {
+        // SAFETY: `comm` is a communicator pcoll made and still owns.
+        unsafe {
+            if *comm != RSMPI_COMM_NULL {
+                PMPI_Comm_free(comm);
+            }
+            *comm = RSMPI_COMM_NULL;
+        }
+    }
+
+    fn allgather_words(&self, comm: MPI_Comm, mine: &[u64]) -> Result<Vec<u64>, Code> {
+        let (n, mut size) = (mine.len() as c_int, 0);
+        // SAFETY: a valid communicator; the out-pointer is a local.
+        unsafe { PMPI_Comm_size(comm, &mut size) };
+        let mut all = vec![0u64; mine.len() * size as usize];
+        // SAFETY: `all` holds size × mine.len() words; every rank passes the same count.
+        check(unsafe {
+            PMPI_Allgather(mine.as_ptr().cast(), n, RSMPI_UINT64_T, all.as_mut_ptr().cast(), n, RSMPI_UINT64_T, comm)
+        })?;
+        Ok(all)
+    }
+
+    fn bcast_words(&self, comm: MPI_Comm, words: &mut [u64], root: usize) -> Result<(), Code> {
+        // SAFETY: `words` holds the same number of words at every rank;
+        // pcoll's communicators carry only pcoll's traffic.
+        check(unsafe {
+            PMPI_Bcast(words.as_mut_ptr().cast(), words.len() as c_int, RSMPI_UINT64_T, root as c_int, comm)
         })
     }
 
-    fn barrier(&self, state: &State) -> Result<(), Code> {
-        // SAFETY: a collective on the private communicator, every rank alike.
-        check(unsafe { PMPI_Barrier(state.host.private) })
+    fn barrier(&self, comm: MPI_Comm) -> Result<(), Code> {
+        // SAFETY: a collective on one of pcoll's communicators, every rank alike.
+        check(unsafe { PMPI_Barrier(comm) })
+    }
+
+    #[inline]
+    fn os(&self) -> Linux {
+        Linux
     }
 
     #[inline]
     fn transport<'a>(&self, state: &'a State, ranks: Option<&'a [usize]>) -> PmpiTransport<'a> {
-        PmpiTransport::new(state.host.private, ranks)
+        PmpiTransport::new(state.private, ranks)
     }
 
-    #[inline]
-    fn node_memory<'a>(&self, state: &'a State) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)> {
-        let node = &state.host;
-        node.mapping.as_ref().map(|m| (&m.seg, node.cma.as_ref().map(|c| c as &dyn PeerMemory)))
+    unsafe fn win_create(&self, comm: MPI_Comm, base: *mut u8, bytes: usize) -> Result<MPI_Win, Code> {
+        // SAFETY: MPI_WIN_NULL until the creation writes it.
+        let mut win = unsafe { RSMPI_WIN_NULL };
+        // SAFETY: `base` holds `bytes` bytes until the window is freed (the
+        // caller's promise); every rank of `comm` calls this alike.
+        check(unsafe { PMPI_Win_create(base.cast(), bytes as MPI_Aint, 1, RSMPI_INFO_NULL, comm, &mut win) })?;
+        Ok(win)
     }
 
-    fn one_sided<'a>(
+    fn win_free(&self, win: &mut MPI_Win) {
+        // SAFETY: a window pcoll created; every rank of it frees it at the same point.
+        unsafe { PMPI_Win_free(win) };
+    }
+
+    unsafe fn win_transfer(
         &self,
-        state: &State,
-        leaders: &'a mut Leaders,
-        leader: bool,
-        bytes: usize,
-    ) -> Option<&'a mut dyn OneSided> {
-        let node = state.node.node_of[state.rank];
-        leaders.window(state.host.private, leader, node, bytes).map(|w| w as &mut dyn OneSided)
+        win: &mut MPI_Win,
+        access: Access,
+        local: *mut u8,
+        peer: usize,
+        remote: usize,
+        len: usize,
+    ) -> Result<(), Code> {
+        let (buf, n, peer, remote) = (local.cast(), len as c_int, peer as c_int, remote as MPI_Aint);
+        // SAFETY: the ranges lie in the window memory of this rank and of
+        // `peer` (the caller's promise), which outlives the epoch.
+        check(unsafe {
+            match access {
+                Access::Get => PMPI_Get(buf, n, byte(), peer, remote, n, byte(), *win),
+                Access::Put => PMPI_Put(buf, n, byte(), peer, remote, n, byte(), *win),
+            }
+        })
+    }
+
+    fn win_fence(&self, win: &mut MPI_Win) -> Result<(), Code> {
+        // SAFETY: every rank of the window calls the fence the same number of times.
+        check(unsafe { PMPI_Win_fence(0, *win) })
     }
 
     #[inline]
@@ -231,14 +286,10 @@ impl Host for Mpi {
             PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
             PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
         }
-        let size_a = size as MPI_Aint;
         // MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI.
         #[allow(clippy::unnecessary_cast)]
-        TypeLayout {
-            size: size.max(0) as usize,
-            extent: extent as isize,
-            dense: lb == 0 && true_lb == 0 && extent == size_a && true_extent == size_a,
-        }
+        let (extent, true_extent) = ((lb as isize, extent as isize), (true_lb as isize, true_extent as isize));
+        TypeLayout::new(size.max(0) as usize, extent, true_extent)
     }
 
     fn type_committed(&self, datatype: MPI_Datatype) -> bool {
@@ -323,9 +374,9 @@ impl Host for Mpi {
         });
     }
 
-    fn reference_reduce(
+    fn reduce(
         &self,
-        state: &State,
+        comm: MPI_Comm,
         root: Option<usize>,
         send: &[u8],
         recv: &mut [u8],
@@ -333,7 +384,7 @@ impl Host for Mpi {
         datatype: MPI_Datatype,
         op: MPI_Op,
     ) -> Result<(), Code> {
-        let (from, to, n, comm) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int, state.host.private);
+        let (from, to, n) = (send.as_ptr().cast(), recv_ptr(recv), count as c_int);
         // SAFETY: `send` holds `count` elements of `datatype`; `recv` has
         // room for as many where the result is defined (every rank of an
         // Allreduce, the root of a Reduce), and is ignored elsewhere.
@@ -345,15 +396,14 @@ impl Host for Mpi {
         })
     }
 
-    fn reference_bcast(&self, state: &State, data: &mut [u8], root: usize) -> Result<(), Code> {
-        let comm = state.host.private;
+    fn bcast_bytes(&self, comm: MPI_Comm, data: &mut [u8], root: usize) -> Result<(), Code> {
         // SAFETY: `data` holds the bytes every rank passes alike.
         check(unsafe { PMPI_Bcast(recv_ptr(data), data.len() as c_int, byte(), root as c_int, comm) })
     }
 
-    fn reference_gatherv(
+    fn gatherv_bytes(
         &self,
-        state: &State,
+        comm: MPI_Comm,
         send: &[u8],
         recv: &mut [u8],
         blocks: &[(usize, usize)],
@@ -372,53 +422,13 @@ impl Host for Mpi {
                 displs.as_ptr(),
                 byte(),
                 root as c_int,
-                state.host.private,
+                comm,
             )
         })
     }
 
     fn world_rank(&self) -> usize {
         runtime::world_rank() as usize
-    }
-
-    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let (rank, len, mut size) = (runtime::world_rank(), mine.len() as c_int, 0);
-        // SAFETY: reads the size of MPI_COMM_WORLD into a local.
-        unsafe { PMPI_Comm_size(RSMPI_COMM_WORLD, &mut size) };
-        let mut lens = vec![0 as c_int; if rank == 0 { size as usize } else { 0 }];
-        let world = self.world();
-        // SAFETY: one int from every rank into `lens`, which holds one per rank at the root.
-        unsafe {
-            PMPI_Gather(
-                (&len as *const c_int).cast(),
-                1,
-                RSMPI_INT32_T,
-                lens.as_mut_ptr().cast(),
-                1,
-                RSMPI_INT32_T,
-                0,
-                world,
-            )
-        };
-        let displs: Vec<c_int> = lens.iter().scan(0, |at, &l| Some(std::mem::replace(at, *at + l))).collect();
-        let mut all = vec![0u8; lens.iter().map(|&l| l as usize).sum()];
-        // SAFETY: every rank sends its `len` bytes; the root receives them at
-        // `displs` in `all`, sized for the sum of the lengths.
-        unsafe {
-            PMPI_Gatherv(
-                send_ptr(mine),
-                len,
-                byte(),
-                recv_ptr(&mut all),
-                lens.as_ptr(),
-                displs.as_ptr(),
-                byte(),
-                0,
-                world,
-            )
-        };
-        (rank == 0)
-            .then(|| lens.iter().zip(&displs).map(|(&l, &d)| all[d as usize..(d + l) as usize].to_vec()).collect())
     }
 
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {

@@ -3,19 +3,18 @@
 //! [`fortran`]) pass through the guard (no panic crosses into C, a collective called
 //! from inside pcoll goes to the host, PCOLL_ENABLE) to the driver, which
 //! classifies, plans and runs the call against the host MPI's facade
-//! ([`host`]: handles, the private duplicates and their attribute
-//! ([`comm`]), node discovery ([`node`]), the PMPI transport
-//! ([`transport`]), the leaders' window ([`window`])). [`runtime`]:
+//! ([`host`]: handles, communicators and the small collectives node
+//! discovery runs on them, the private duplicates and their attribute
+//! ([`comm`]), the PMPI transport ([`transport`]), one-sided windows).
+//! [`runtime`]:
 //! configuration at MPI_Init, logging, the finalize hook.
 
 mod comm;
 mod entry;
 mod fortran;
 mod host;
-mod node;
 mod runtime;
 mod transport;
-mod window;
 
 use crate::driver::thread::PerThread;
 

@@ -6,6 +6,7 @@ use super::thread::PerThread;
 use crate::core::types::TypeClass;
 use crate::exec::kernels::{self, Kernel};
 use crate::exec::Combiner;
+use std::ffi::c_void;
 
 /// What a (non-null) predefined datatype is, from the thread's last ones
 /// when it is among them.
@@ -144,6 +145,38 @@ pub fn reduction<H: Host>(
     };
     let combine = native.map_or(on_host, Combine::Native);
     Ok(Reduction { unit, commutative: true, combine })
+}
+
+/// `pcoll_reduce_local`: `inoutbuf = inbuf ∘ inoutbuf` with pcoll's
+/// kernel, what pcoll's collectives combine with. `false`, having done
+/// nothing, for pairs pcoll has no kernel for and invalid arguments: the
+/// host's MPI_Reduce_local takes those.
+pub fn reduce_local<H: Host>(
+    host: &H,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: i32,
+    datatype: H::Datatype,
+    op: H::Op,
+) -> bool {
+    match H::with_thread(|t| reduction(host, t, datatype, op)) {
+        Ok(Reduction { unit, combine: Combine::Native(kernel), .. })
+            if count > 0 && !inbuf.is_null() && !inoutbuf.is_null() =>
+        {
+            let bytes = count as usize * unit;
+            // SAFETY: MPI_Reduce_local's buffers hold `count` elements of
+            // `datatype`, whose extent is `unit`; they do not overlap.
+            let (src, dst) = unsafe {
+                (
+                    std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
+                    std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
+                )
+            };
+            (kernel.inplace)(src, dst);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// The group of a predefined datatype and its representation (`None` for

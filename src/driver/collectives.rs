@@ -72,6 +72,41 @@ pub fn reduction<H: Host>(
     }))
 }
 
+/// Hands a Reduce to the host: `call(sendbuf, recvbuf)`. MPICH 4.0.2
+/// crashes on MPI_IN_PLACE at a non-zero root from about 2 KiB, so there
+/// the root passes a copy of its data as the send buffer instead: same
+/// result, valid for every host.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_reduce<H: Host>(
+    host: &H,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: H::Datatype,
+    root: i32,
+    comm: H::Comm,
+    call: impl FnOnce(*const c_void, *mut c_void) -> Code,
+) -> Code {
+    let root_in_place = sendbuf == host.in_place()
+        && root != 0
+        && count > 0
+        && !recvbuf.is_null()
+        && H::with_thread(|t| {
+            classify::is_usable_type(host, t, datatype)
+                && comm::shape(host, t, comm).is_some_and(|(rank, _)| rank as i32 == root)
+        });
+    if !root_in_place {
+        return call(sendbuf, recvbuf);
+    }
+    let ty = host.type_layout(datatype);
+    let span = ((count - 1) * ty.extent as i64 + ty.true_extent as i64).max(0) as usize;
+    // SAFETY: the root's receive buffer holds `count` elements, whose bytes
+    // lie in [recvbuf + true_lb, recvbuf + true_lb + span).
+    let data = unsafe { std::slice::from_raw_parts(recvbuf.cast::<u8>().wrapping_offset(ty.true_lb), span) };
+    let copy = data.to_vec();
+    call(copy.as_ptr().wrapping_offset(-ty.true_lb).cast(), recvbuf)
+}
+
 /// Whether this rank receives the result.
 fn is_reduction_root(desc: &CallDesc) -> bool {
     desc.coll == Coll::Allreduce || desc.rank == desc.root

@@ -4,24 +4,29 @@
 //!
 //! The host creates it at the first collective pcoll runs on a
 //! communicator (a point every rank reaches together, since collectives
-//! are called in the same order everywhere) and frees it with the
-//! communicator. A handle can be reused only after its communicator is
+//! are called in the same order everywhere), through node discovery
+//! ([`super::node::discover`]), and releases it with the communicator. A handle can be reused only after its communicator is
 //! freed, and every deletion bumps the host's epoch ([`Host::epoch`]), so
 //! a (handle, state) pair remembered under the current epoch is valid.
 
 use super::cache::ScheduleCache;
 use super::host::{Code, Host};
 use super::thread::PerThread;
+use super::window::Leaders;
 use crate::algos::multinode::Memo;
 use crate::algos::node::bcast_queue::Tree;
 use crate::algos::node::{NodeMemory, QueueSettings};
 use crate::core::call::Topo;
 use crate::select::config::{ShmConfig, ShmTree};
+use crate::shm::segment::Segment;
 use crate::shm::team::{NodeSettings, TeamState};
+use crate::shm::{NodeOs, PeerMemory};
 use std::cell::UnsafeCell;
+use std::collections::BTreeSet;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
 pub struct CommState<H: Host> {
@@ -36,28 +41,119 @@ pub struct CommState<H: Host> {
     /// This rank's node: its ranks and the node algorithms' state.
     pub node: NodeState,
     /// The node leaders' one-sided window (SALaR).
-    pub leaders: Mutex<H::Leaders>,
+    pub leaders: Mutex<Leaders<H>>,
     /// What the node-aware compositions remember between calls.
     pub memo: Mutex<Memo>,
-    /// The host's resources: the private duplicate, the segment, ...
-    pub host: H::Private,
+    /// The private duplicate of the user's communicator, which carries
+    /// all of pcoll's traffic; null once released.
+    pub private: H::Comm,
+    /// The ranks of this rank's node (of the private duplicate).
+    pub node_comm: H::Comm,
+    /// The node's segment and zero copy, where they could be set up.
+    pub mapping: Option<<H::Os as NodeOs>::Mapping>,
+    pub peers: Option<<H::Os as NodeOs>::Peers>,
 }
 
 impl<H: Host> CommState<H> {
-    pub fn new(rank: usize, size: usize, node: NodeState, host: H::Private) -> CommState<H> {
-        CommState {
-            rank,
-            size,
-            schedules: Mutex::default(),
-            node,
-            leaders: Mutex::default(),
-            memo: Mutex::default(),
-            host,
-        }
-    }
-
     pub fn topo(&self) -> Topo {
         self.node.topo
+    }
+
+    /// The node's segment and the peer memory of its ranks (zero copy,
+    /// where it works); `None` where this node has no segment.
+    pub fn node_memory(&self) -> Option<(&Segment, Option<&dyn PeerMemory>)> {
+        let peers = self.peers.as_ref().map(|p| p as &dyn PeerMemory);
+        self.mapping.as_ref().map(|m| (m.as_ref(), peers))
+    }
+
+    /// Frees what pcoll made for the communicator, while the host still
+    /// runs. Logs the node algorithms' timed choices once: the host may
+    /// release a state twice (at MPI_Finalize, then when MPI deletes the
+    /// communicator's attribute).
+    pub fn release(&mut self, host: &H) {
+        self.leaders.get_mut().unwrap().release(host);
+        if self.mapping.take().is_some() {
+            for line in self.node.summary() {
+                log::info!("node layer, {line}");
+            }
+        }
+        self.peers = None;
+        host.free_comm(&mut self.node_comm);
+        host.free_comm(&mut self.private);
+    }
+}
+
+/// The states a host keeps alive, each owned through a handle of the
+/// host's (MPI: an attribute of the user's communicator) until the user
+/// frees the communicator: the epoch that tells a remembered state from a
+/// stale one, and what MPI_Finalize releases.
+pub struct States<H> {
+    /// Addresses of every live state.
+    live: Mutex<BTreeSet<usize>>,
+    /// Bumped whenever a state is deleted: a communicator handle can be
+    /// reused only after its communicator is freed, so a cached (handle,
+    /// state) pair of an older epoch may be stale and one of the current
+    /// epoch is not.
+    epoch: AtomicU64,
+    host: PhantomData<fn() -> H>,
+}
+
+impl<H: Host> States<H> {
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> States<H> {
+        States { live: Mutex::new(BTreeSet::new()), epoch: AtomicU64::new(0), host: PhantomData }
+    }
+
+    /// The number of deletions so far (see [`Host::epoch`]).
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        // Acquire: pairs with the release bump of a deletion, so a state
+        // cached under the current epoch was not deleted.
+        self.epoch.load(Acquire)
+    }
+
+    /// Keeps `state` alive until [`States::delete`]; its address, for the
+    /// host's handle.
+    pub fn add(&self, state: CommState<H>) -> *mut CommState<H> {
+        let state = Box::into_raw(Box::new(state));
+        self.live.lock().unwrap().insert(state as usize);
+        state
+    }
+
+    /// Releases and frees a state: the user freed its communicator (or
+    /// the host deletes what is left at MPI_Finalize).
+    ///
+    /// # Safety
+    /// `state` came from [`States::add`], is deleted once, and no call
+    /// uses it any more.
+    pub unsafe fn delete(&self, host: &H, state: *mut CommState<H>) {
+        self.live.lock().unwrap().remove(&(state as usize));
+        // Release: this deletion is seen by any later lookup's acquire.
+        self.epoch.fetch_add(1, Release);
+        // SAFETY: a box from `add`, not deleted before (the caller's promise).
+        unsafe { Box::from_raw(state) }.release(host);
+    }
+
+    /// Releases every live state, at MPI_Finalize while the host still
+    /// works. The leaders' windows are freed collectively, so the states
+    /// go in the job-wide order of their windows
+    /// ([`super::window::Leaders::window_id`]). The states stay (released)
+    /// until the host deletes them, if it ever does.
+    ///
+    /// # Safety
+    /// No other thread uses any state.
+    pub unsafe fn release_all(&self, host: &H) {
+        // Release: as for a deletion (the states become unusable).
+        self.epoch.fetch_add(1, Release);
+        let live = std::mem::take(&mut *self.live.lock().unwrap());
+        // SAFETY: live boxes from `add`, not deleted; nothing else uses
+        // them (the caller's promise).
+        let mut states: Vec<&mut CommState<H>> =
+            live.into_iter().map(|address| unsafe { &mut *(address as *mut CommState<H>) }).collect();
+        states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
+        for state in states {
+            state.release(host);
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use super::host::{Code, Host, SUCCESS};
 use super::plan::Planned;
 use super::runtime::Runtime;
 use super::thread::PerThread;
+use super::window::Leaders;
 use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
 use crate::algos::multinode::{BetweenPlan, OneSided};
 use crate::algos::node::gatherv_shm::Gather;
@@ -97,7 +98,7 @@ fn run_on_node<H: Host>(
 ) {
     let desc = &call.desc;
     let node = &state.node;
-    let (seg, peers) = host.node_memory(state).expect("a node algorithm runs where the segment is");
+    let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
     let mut team = Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings };
     let root = node.local_of[desc.root];
     let node_call = match desc.coll {
@@ -143,7 +144,7 @@ pub struct HostBetween<'a, H: Host> {
     /// The call's plan of what runs between the nodes.
     plan: &'a BetweenPlan,
     /// The leaders' window while a call uses it.
-    leaders: Option<MutexGuard<'a, H::Leaders>>,
+    leaders: Option<MutexGuard<'a, Leaders<H>>>,
 }
 
 impl<H: Host> BetweenNodes for HostBetween<'_, H> {
@@ -169,6 +170,6 @@ impl<H: Host> BetweenNodes for HostBetween<'_, H> {
 
     fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
         let leaders = self.leaders.insert(self.state.leaders.lock().unwrap());
-        self.host.one_sided(self.state, leaders, leader, bytes)
+        leaders.window(self.host, self.state, leader, bytes)
     }
 }

@@ -171,7 +171,7 @@ fn agree<'l, H: Host>(
         Some((decision, layout)) => encode(decision, layout),
         None => vec![0u64; HEADER + 2 * size],
     };
-    host.bcast_words(state, &mut words, root)?;
+    host.bcast_words(state.private, &mut words, root)?;
     Ok(match mine {
         Some((decision, layout)) => (decision, Cow::Borrowed(layout)),
         None => {
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn dense_layouts_start_at_the_lowest_block_and_skip_empty_ones() {
-        let ty = TypeLayout { size: 4, extent: 4, dense: true };
+        let ty = TypeLayout::new(4, (0, 4), (0, 4));
         let l = compute_layout(&[(2, 5), (0, 0), (1, 3), (3, 7)], ty);
         assert_eq!(l.base, 12);
         assert_eq!(l.layout.blocks, vec![(8, 8), (0, 0), (0, 4), (16, 12)]);
@@ -444,7 +444,7 @@ mod tests {
 
     #[test]
     fn staged_layouts_pack_the_blocks_in_rank_order() {
-        let ty = TypeLayout { size: 4, extent: 8, dense: false };
+        let ty = TypeLayout::new(4, (0, 8), (0, 8));
         let l = compute_layout(&[(2, 9), (0, 0), (1, 3)], ty);
         assert_eq!(l.layout.blocks, vec![(0, 8), (8, 0), (8, 4)]);
         assert_eq!((l.base, l.span), (0, 12));

@@ -6,23 +6,22 @@
 //! Every operation here is one the orchestration cannot do itself:
 //! - communicators: their shape, and pcoll's state for one (looked up
 //!   cheaply, created collectively at the first call pcoll runs on it);
-//! - small control messages on the state's private communicator (the
-//!   Gatherv root's decision, PCOLL_VERIFY's agreement, a barrier);
-//! - moving data: a transport for schedules, the node's segment and peer
-//!   memory for node algorithms, the leaders' one-sided window;
+//! - communicators pcoll makes and small control messages on them (node
+//!   discovery, the Gatherv root's decision, PCOLL_VERIFY's agreement);
+//! - the operating system's side of the node's memory ([`NodeOs`]);
+//! - moving data: a transport for schedules, the leaders' one-sided
+//!   window;
 //! - datatype and operator handles: what they are, their layout, packing,
 //!   and the host's reduction of an operator pcoll has no kernel for;
 //! - the host's own collectives, which PCOLL_VERIFY compares with;
 //! - the process: its world rank, the host's version, stopping the job,
-//!   and gathering the finalize summary over the job.
+//!   and summing PCOLL_VERIFY's counts over the job.
 
 use super::comm::CommState;
 use super::thread::PerThread;
-use crate::algos::multinode::OneSided;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::exec::Transport;
-use crate::shm::segment::Segment;
-use crate::shm::PeerMemory;
+use crate::shm::NodeOs;
 use std::ffi::c_void;
 
 /// An MPI return code; [`SUCCESS`] (MPI_SUCCESS is 0 in every MPI) or the
@@ -46,6 +45,24 @@ pub enum Outcome {
     Done(Code),
     /// The host MPI must run it, for this reason.
     Forward(&'static str),
+}
+
+/// How [`Host::split`] groups the ranks of a communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// Those that can share memory (MPI_COMM_TYPE_SHARED).
+    Shared,
+    /// By color; `None` (MPI_UNDEFINED): this rank gets a null handle.
+    Color(Option<usize>),
+}
+
+/// A one-sided transfer ([`Host::win_transfer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// From the peer's window into this rank's.
+    Get,
+    /// From this rank's window into the peer's.
+    Put,
 }
 
 /// What a datatype handle is.
@@ -90,9 +107,23 @@ pub struct TypeLayout {
     pub size: usize,
     /// Distance between consecutive elements.
     pub extent: isize,
+    /// Where an element's bytes start, from its address, and how far they
+    /// reach (MPI_Type_get_true_extent).
+    pub true_lb: isize,
+    pub true_extent: isize,
     /// Whether the bytes of consecutive elements are one contiguous run
     /// starting at the buffer address, so the buffer can be used as bytes.
     pub dense: bool,
+}
+
+impl TypeLayout {
+    /// From MPI_Type_size, MPI_Type_get_extent (lb, extent) and
+    /// MPI_Type_get_true_extent (lb, extent).
+    pub fn new(size: usize, (lb, extent): (isize, isize), (true_lb, true_extent): (isize, isize)) -> TypeLayout {
+        let whole = |n: isize| n == size as isize;
+        let dense = lb == 0 && true_lb == 0 && whole(extent) && whole(true_extent);
+        TypeLayout { size, extent, true_lb, true_extent, dense }
+    }
 }
 
 /// The host MPI, as the driver uses it. Cheap to copy (the library's is
@@ -101,12 +132,10 @@ pub trait Host: Copy + Sized + 'static {
     type Comm: Copy + PartialEq + 'static;
     type Datatype: Copy + PartialEq + 'static;
     type Op: Copy + PartialEq + 'static;
-    /// What the host keeps of a communicator besides [`CommState`]'s
-    /// fields: its private duplicate, node communicator, segment mapping.
-    type Private;
-    /// The node leaders' one-sided window of a communicator, set up at
-    /// the first call that needs it.
-    type Leaders: Default;
+    /// Where node discovery gets the node's segment and zero copy.
+    type Os: NodeOs;
+    /// A one-sided window.
+    type Win;
     /// Runs schedule steps on a state's private communicator.
     type Transport<'a>: Transport<Error = Code>
     where
@@ -134,30 +163,54 @@ pub trait Host: Copy + Sized + 'static {
     /// MPI_COMM_WORLD.
     fn world(&self) -> Self::Comm;
 
-    // --- Control messages on a state's private communicator.
+    // --- Communicators pcoll makes (a state's private duplicate, node
+    // discovery's), and control messages on them.
 
+    /// Splits `comm` (collective over it) as `how` says, ranks ordered by
+    /// `key`.
+    fn split(&self, comm: Self::Comm, how: Split, key: usize) -> Result<Self::Comm, Code>;
+    /// Frees a communicator pcoll made (nothing for a null handle) and
+    /// sets the handle to null.
+    fn free_comm(&self, comm: &mut Self::Comm);
+    /// Every rank's `mine` (the same count at every rank), in rank order.
+    fn allgather_words(&self, comm: Self::Comm, mine: &[u64]) -> Result<Vec<u64>, Code>;
     /// Broadcasts `words` (the same count at every rank) from `root`.
-    fn bcast_words(&self, state: &CommState<Self>, words: &mut [u64], root: usize) -> Result<(), Code>;
-    fn barrier(&self, state: &CommState<Self>) -> Result<(), Code>;
+    fn bcast_words(&self, comm: Self::Comm, words: &mut [u64], root: usize) -> Result<(), Code>;
+    fn barrier(&self, comm: Self::Comm) -> Result<(), Code>;
+    /// The operating system's side of the node's memory.
+    fn os(&self) -> Self::Os;
 
     // --- Moving data.
 
     /// A transport among the ranks of the state's private communicator;
     /// schedule peer `i` is rank `ranks[i]` (all ranks in order if `None`).
     fn transport<'a>(&self, state: &'a CommState<Self>, ranks: Option<&'a [usize]>) -> Self::Transport<'a>;
-    /// The node's segment and the peer memory of its ranks (zero copy,
-    /// where it works); `None` where this node has no segment.
-    fn node_memory<'a>(&self, state: &'a CommState<Self>) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)>;
-    /// The leaders' window of at least `bytes` at a leader (`None`
-    /// elsewhere). Every rank calls it at the same point of the same call
-    /// (setting it up is collective).
-    fn one_sided<'a>(
+    /// A window over this rank's `bytes` bytes at `base`; collective over
+    /// `comm`.
+    ///
+    /// # Safety
+    /// `base` holds `bytes` bytes that nothing else uses until
+    /// [`Host::win_free`] returns.
+    unsafe fn win_create(&self, comm: Self::Comm, base: *mut u8, bytes: usize) -> Result<Self::Win, Code>;
+    /// Frees a window; collective over its communicator.
+    fn win_free(&self, win: &mut Self::Win);
+    /// Starts a transfer of `len` bytes between `local` and byte `remote`
+    /// of `peer`'s window, which the next fence completes.
+    ///
+    /// # Safety
+    /// `local..local + len` lies in this rank's memory of `win`, and
+    /// `remote..remote + len` in `peer`'s.
+    unsafe fn win_transfer(
         &self,
-        state: &CommState<Self>,
-        leaders: &'a mut Self::Leaders,
-        leader: bool,
-        bytes: usize,
-    ) -> Option<&'a mut dyn OneSided>;
+        win: &mut Self::Win,
+        access: Access,
+        local: *mut u8,
+        peer: usize,
+        remote: usize,
+        len: usize,
+    ) -> Result<(), Code>;
+    /// Completes every transfer of the epoch, at every rank of the window.
+    fn win_fence(&self, win: &mut Self::Win) -> Result<(), Code>;
 
     // --- Datatypes and operators.
 
@@ -200,15 +253,16 @@ pub trait Host: Copy + Sized + 'static {
         comm: Self::Comm,
     );
 
-    // --- The host's own collectives on a state's private communicator,
-    // which PCOLL_VERIFY compares pcoll's results with (counts fit an int).
+    // --- The host's own collectives (counts fit an int), which
+    // PCOLL_VERIFY compares pcoll's results with on a state's private
+    // communicator, and the finalize summary gathers with.
 
     /// Allreduce (`root` None) or Reduce of `count` elements; `recv` is
     /// significant where the result is defined.
     #[allow(clippy::too_many_arguments)]
-    fn reference_reduce(
+    fn reduce(
         &self,
-        state: &CommState<Self>,
+        comm: Self::Comm,
         root: Option<usize>,
         send: &[u8],
         recv: &mut [u8],
@@ -217,12 +271,12 @@ pub trait Host: Copy + Sized + 'static {
         op: Self::Op,
     ) -> Result<(), Code>;
     /// Bcast of bytes.
-    fn reference_bcast(&self, state: &CommState<Self>, data: &mut [u8], root: usize) -> Result<(), Code>;
+    fn bcast_bytes(&self, comm: Self::Comm, data: &mut [u8], root: usize) -> Result<(), Code>;
     /// Gatherv of bytes: at the root, block `(offset, len)` of each rank
     /// lands in `recv`.
-    fn reference_gatherv(
+    fn gatherv_bytes(
         &self,
-        state: &CommState<Self>,
+        comm: Self::Comm,
         send: &[u8],
         recv: &mut [u8],
         blocks: &[(usize, usize)],
@@ -233,9 +287,6 @@ pub trait Host: Copy + Sized + 'static {
 
     /// This process's rank in MPI_COMM_WORLD.
     fn world_rank(&self) -> usize;
-    /// Every rank's `mine` at world rank 0, by rank (`None` elsewhere);
-    /// collective over MPI_COMM_WORLD (the finalize summary).
-    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>>;
     /// The sum of every rank's `mine` at world rank 0 (`None` elsewhere);
     /// collective over MPI_COMM_WORLD.
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>>;

@@ -8,11 +8,13 @@
 //! - [`dispatch`]: a schedule over the host's transport, a node algorithm
 //!   over the segment, a composition with its stage between nodes;
 //! - [`verify`]: PCOLL_VERIFY's comparison with the host's collectives;
-//! - [`comm`]: a communicator's state; [`thread`]: the one per-thread
+//! - [`node`]: node discovery, which makes a communicator's state
+//!   ([`comm`]); [`thread`]: the one per-thread
 //!   struct of caches and the reentry guard; [`prepared`]: a thread's
 //!   last plans; [`cache`]: schedules; [`stats`]: call statistics;
 //!   [`runtime`]: the configuration and `pcoll_set_algorithm`'s choices;
-//!   [`calibrate`]: PCOLL_CALIBRATE.
+//!   [`calibrate`]: PCOLL_CALIBRATE; [`window`]: the node leaders'
+//!   one-sided window.
 
 pub mod cache;
 pub mod calibrate;
@@ -22,6 +24,7 @@ pub mod comm;
 pub mod dispatch;
 pub mod gatherv;
 pub mod host;
+pub mod node;
 pub mod pack;
 pub mod plan;
 pub mod prepared;
@@ -29,6 +32,7 @@ pub mod runtime;
 pub mod stats;
 pub mod thread;
 pub mod verify;
+pub mod window;
 
 pub use host::Host;
 

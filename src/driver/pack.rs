@@ -52,7 +52,7 @@ mod tests {
 
     #[test]
     fn runs_cover_the_elements_in_int_sized_pieces() {
-        let ty = TypeLayout { size: 1 << 20, extent: 3 << 20, dense: false };
+        let ty = TypeLayout::new(1 << 20, (0, 3 << 20), (0, 3 << 20));
         let runs: Vec<_> = pack_runs(5000, &ty).collect();
         let per_run = i32::MAX as i64 / (1 << 20);
         assert_eq!(runs[0], (0, per_run));
@@ -60,7 +60,7 @@ mod tests {
         assert_eq!(runs.iter().map(|r| r.1).sum::<i64>(), 5000);
         assert!(runs.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
         assert_eq!(pack_runs(0, &ty).count(), 0);
-        let empty = TypeLayout { size: 0, extent: 8, dense: false };
+        let empty = TypeLayout::new(0, (0, 8), (0, 8));
         assert_eq!(pack_runs(3, &empty).collect::<Vec<_>>(), vec![(0, 3)]);
     }
 }

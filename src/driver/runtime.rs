@@ -6,10 +6,12 @@ use super::stats::{Stats, Summary};
 use super::Host;
 use crate::core::types::Coll;
 use crate::select::config::{accepted_choices, parse_choice, Choice, Config};
+use std::any::Any;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 pub struct Runtime {
     pub cfg: Config,
@@ -42,6 +44,32 @@ impl Runtime {
             unsafe { &*set }
         }
     }
+}
+
+impl Runtime {
+    /// Hands a call to the host for `why` (out of line, like every path
+    /// but pcoll's own calls, so that their code stays compact), counted
+    /// in the statistics.
+    #[inline(never)]
+    pub fn forward<R>(&self, coll: Coll, why: &'static str, forward: impl FnOnce() -> R) -> R {
+        log::debug!("{coll}: host MPI ({why})");
+        // the clock only when someone keeps statistics
+        let start = self.stats.is_some().then(Instant::now);
+        let rc = forward();
+        if let (Some(stats), Some(start)) = (&self.stats, start) {
+            stats.lock().unwrap().record_fallback(coll, why, start.elapsed().as_secs_f64());
+        }
+        rc
+    }
+}
+
+/// The message a panic carries.
+pub fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 /// Overrides how `coll` runs (`value` as `PCOLL_<COLL>` takes it; "" undoes
@@ -95,13 +123,37 @@ fn print_summary<H: Host>(host: &H, text: &str, file: Option<&Path>, job_wide: b
         deliver(&summary.render(&format!("{} (this rank only)", host.version())), file.as_deref());
         return;
     }
-    let Some(tables) = host.gather_at_root(text.as_bytes()) else { return };
+    let Some(tables) = gather_at_root(host, text.as_bytes()) else { return };
     for table in &tables {
         if let Err(e) = summary.add_rank(&String::from_utf8_lossy(table)) {
             say(&format!("pcoll: PCOLL_STATS: {e}\n"));
         }
     }
     deliver(&summary.render(&host.version()), file);
+}
+
+/// Every rank's `mine` at world rank 0, by rank (`None` elsewhere, or if
+/// the host failed); collective over MPI_COMM_WORLD.
+fn gather_at_root<H: Host>(host: &H, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let world = host.world();
+    let (rank, size) = host.comm_shape(world)?;
+    let at_root = |n: usize| if rank == 0 { n } else { 0 };
+    // every rank's length, then the bytes
+    let mut lens = vec![0u8; at_root(8 * size)];
+    let words: Vec<(usize, usize)> = (0..at_root(size)).map(|r| (8 * r, 8)).collect();
+    host.gatherv_bytes(world, &(mine.len() as u64).to_le_bytes(), &mut lens, &words, 0).ok()?;
+    let mut at = 0;
+    let blocks: Vec<(usize, usize)> = lens
+        .chunks_exact(8)
+        .map(|len| {
+            let len = u64::from_le_bytes(len.try_into().unwrap()) as usize;
+            at += len;
+            (at - len, len)
+        })
+        .collect();
+    let mut all = vec![0u8; at];
+    host.gatherv_bytes(world, mine, &mut all, &blocks, 0).ok()?;
+    (rank == 0).then(|| blocks.iter().map(|&(offset, len)| all[offset..offset + len].to_vec()).collect())
 }
 
 /// PCOLL_VERIFY's count of compared calls and of those that differed.

@@ -159,7 +159,7 @@ fn host_reduce<H: Host>(
     for (k, chunk) in input.chunks(run).enumerate() {
         let n = chunk.len() / d.unit;
         let to = out.get_mut(k * run..).unwrap_or(&mut []);
-        host.reference_reduce(state, root, chunk, to, n, datatype, op)?;
+        host.reduce(state.private, root, chunk, to, n, datatype, op)?;
     }
     Ok(())
 }
@@ -270,7 +270,7 @@ fn verified_bcast<H: Host>(
         return rc;
     }
     for chunk in reference.chunks_mut(MAX_COUNT) {
-        if let Err(e) = host.reference_bcast(state, chunk, d.root) {
+        if let Err(e) = host.bcast_bytes(state.private, chunk, d.root) {
             host_failed(d.coll, e);
             return rc;
         }
@@ -363,7 +363,7 @@ fn host_gatherv<H: Host>(
     let d = &call.desc;
     let fits = |v: usize| v <= MAX_COUNT;
     let mut ok = [root.is_none_or(|r| r.layout.blocks.iter().all(|&(o, l)| fits(o) && fits(l))) as u64];
-    let said = host.bcast_words(state, &mut ok, d.root);
+    let said = host.bcast_words(state.private, &mut ok, d.root);
     if said.is_err() || ok[0] == 0 || !fits(send.len()) {
         if root.is_some() {
             not_compared(); // counted where the comparison would be, like compared calls
@@ -373,7 +373,7 @@ fn host_gatherv<H: Host>(
     }
     let blocks = root.map_or(&[][..], |r| &r.layout.blocks[..]);
     let mut reference = vec![0u8; root.map_or(0, |r| r.recv.len())];
-    match host.reference_gatherv(state, send, &mut reference, blocks, d.root) {
+    match host.gatherv_bytes(state.private, send, &mut reference, blocks, d.root) {
         Ok(()) => root.map(|_| reference),
         Err(e) => {
             host_failed(d.coll, e);

@@ -10,8 +10,9 @@
 //! - [`PeerMemory`]: zero copy between the ranks' address spaces (the
 //!   addresses travel in the step protocol's published words);
 //! - [`wait`]: waiting that behaves where ranks outnumber cores;
-//! - [`os`]: mapping the segment and placing its pages, cross-memory
-//!   attach (the library's host layer decides who does what, with MPI);
+//! - [`NodeOs`]: where a node's segment and zero copy come from, as node
+//!   discovery (`driver::node`) uses it: [`os`] maps the segment and
+//!   places its pages, and attaches to the peers' memory (Linux);
 //! - [`threads`]: a heap segment and peer memory for ranks as threads
 //!   (tests).
 //!
@@ -26,6 +27,8 @@ pub mod team;
 pub mod threads;
 pub mod wait;
 
+use segment::{Geometry, Segment};
+
 /// Copies between this process and a peer's address space (Linux cross
 /// memory attach, or plain copies when the ranks are threads).
 pub trait PeerMemory: Sync {
@@ -33,4 +36,44 @@ pub trait PeerMemory: Sync {
     fn read(&self, peer: usize, from: usize, into: &mut [u8]);
     /// Copies `from` to address `to` of rank `peer`.
     fn write(&self, peer: usize, to: usize, from: &[u8]);
+}
+
+/// A segment's name on the host: NUL-terminated, all zero for none.
+pub type SegmentName = [u8; 64];
+
+/// Where a node's memory comes from: the operating system ([`os::Linux`])
+/// or, for ranks as threads, the heap. Node discovery (`driver::node`)
+/// decides who creates a segment, who opens it and when, and agrees with
+/// the node's other ranks on the outcome; this only does what it is told.
+pub trait NodeOs {
+    /// A mapped segment, unmapped when dropped.
+    type Mapping: AsRef<Segment>;
+    /// Zero copy to the node's ranks.
+    type Peers: PeerMemory;
+
+    /// The cores of this host, if it can tell.
+    fn cores(&self) -> Option<usize>;
+    /// A segment in private memory, for a node of one rank.
+    fn private(&self, geo: Geometry) -> Option<Self::Mapping>;
+    /// A new segment, mapped, and its name; `None` if that failed.
+    fn create(&self, geo: Geometry) -> Option<(SegmentName, Self::Mapping)>;
+    /// Maps the segment another rank of the node created.
+    fn open(&self, name: &SegmentName, geo: Geometry) -> Option<Self::Mapping>;
+    /// Places local rank `local`'s block of a segment every rank of the
+    /// node has mapped (first touch).
+    fn place(&self, mapping: &Self::Mapping, local: usize);
+    /// Removes the name of a segment this rank created, once every rank
+    /// has mapped it.
+    fn unlink(&self, name: &SegmentName);
+    /// Readies a placed segment for use, once every rank has placed its
+    /// block.
+    fn settle(&self, mapping: &Self::Mapping, local: usize);
+    /// What this rank's peers need to test zero copy to it.
+    fn probe_words(&self) -> [u64; 2];
+    /// Whether zero copy works to the rank that sent `words`
+    /// ([`NodeOs::probe_words`]).
+    fn probe(&self, words: &[u64]) -> bool;
+    /// Zero copy to the node's ranks, from every local rank's
+    /// [`NodeOs::probe_words`] in order.
+    fn peers(&self, words: &[u64]) -> Self::Peers;
 }

@@ -1,7 +1,8 @@
-//! The operating system's side of the node layer (Linux): mapping the
-//! node's segment, placing its pages, and copies straight between
-//! processes (cross-memory attach). No MPI here: the library's host layer
-//! decides who creates, who opens and when, and agrees on the outcome.
+//! The operating system's side of the node layer (Linux), as [`NodeOs`]:
+//! mapping the node's segment, placing its pages, and copies straight
+//! between processes (cross-memory attach). No MPI here: node discovery
+//! (`driver::node`) decides who creates, who opens and when, and agrees
+//! on the outcome.
 //!
 //! The segment: local rank 0 creates a POSIX shared-memory object, the
 //! others open it, all map it with read-ahead off (`MADV_RANDOM`) while
@@ -11,9 +12,64 @@
 //! /dev/shm even if the job is killed later.
 
 use super::segment::{Geometry, Segment, PAGE};
-use super::PeerMemory;
+use super::{NodeOs, PeerMemory, SegmentName};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Linux as the node's [`NodeOs`].
+#[derive(Clone, Copy)]
+pub struct Linux;
+
+impl NodeOs for Linux {
+    type Mapping = Mapping;
+    type Peers = Cma;
+
+    fn cores(&self) -> Option<usize> {
+        // SAFETY: sysconf has no preconditions.
+        let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        (cores > 0).then_some(cores as usize)
+    }
+
+    fn private(&self, geo: Geometry) -> Option<Mapping> {
+        Mapping::private(geo)
+    }
+
+    fn create(&self, geo: Geometry) -> Option<(SegmentName, Mapping)> {
+        let name = segment_name();
+        map(&name, geo, true).map(|mapping| (name, mapping))
+    }
+
+    fn open(&self, name: &SegmentName, geo: Geometry) -> Option<Mapping> {
+        map(name, geo, false)
+    }
+
+    fn place(&self, mapping: &Mapping, local: usize) {
+        place(mapping, local)
+    }
+
+    fn unlink(&self, name: &SegmentName) {
+        unlink(name)
+    }
+
+    /// Read-ahead back to normal; the placement logged.
+    fn settle(&self, mapping: &Mapping, local: usize) {
+        // SAFETY: the mapping's own range.
+        unsafe { libc::madvise(mapping.seg.base().cast(), mapping.len, libc::MADV_NORMAL) };
+        log_placement(&mapping.seg, local);
+    }
+
+    fn probe_words(&self) -> [u64; 2] {
+        probe_words()
+    }
+
+    fn probe(&self, words: &[u64]) -> bool {
+        probe_cma(words)
+    }
+
+    fn peers(&self, words: &[u64]) -> Cma {
+        Cma { pids: words.chunks_exact(2).map(|w| w[0] as libc::pid_t).collect() }
+    }
+}
 
 /// A mapped segment, unmapped when dropped.
 pub struct Mapping {
@@ -25,6 +81,12 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the mapping this struct owns; no call uses it any more.
         unsafe { libc::munmap(self.seg.base().cast(), self.len) };
+    }
+}
+
+impl AsRef<Segment> for Mapping {
+    fn as_ref(&self) -> &Segment {
+        &self.seg
     }
 }
 
@@ -50,22 +112,6 @@ impl Mapping {
         let seg = unsafe { Segment::new(base.cast(), geo) };
         Some(Mapping { seg, len })
     }
-
-    /// The shared segment at `base`, once every rank has mapped and placed
-    /// it: read-ahead back to normal, placement logged.
-    ///
-    /// # Safety
-    /// `base` maps `geo.total_bytes()` zeroed bytes, page-aligned, from
-    /// [`create_or_open`], owned by the Mapping from now on.
-    pub unsafe fn shared(base: *mut u8, geo: Geometry, local: usize) -> Mapping {
-        let len = geo.total_bytes();
-        // SAFETY: back to normal read-ahead once the pages are placed.
-        unsafe { libc::madvise(base.cast(), len, libc::MADV_NORMAL) };
-        // SAFETY: guaranteed by the caller.
-        let seg = unsafe { Segment::new(base, geo) };
-        log_placement(&seg, local);
-        Mapping { seg, len }
-    }
 }
 
 /// Distinguishes the segments one process creates.
@@ -73,22 +119,23 @@ static SEGMENTS: AtomicU64 = AtomicU64::new(0);
 
 /// A new segment name, unique on the host (this process's pid and a
 /// counter), NUL-terminated.
-pub fn segment_name() -> [u8; 64] {
+fn segment_name() -> SegmentName {
     let mut name = [0u8; 64];
     let text = format!("/pcoll-{}-{}", std::process::id(), SEGMENTS.fetch_add(1, Ordering::Relaxed));
     name[..text.len()].copy_from_slice(text.as_bytes());
     name
 }
 
-/// Maps the named shared-memory object (`create`: new, `len` bytes);
-/// null on failure.
-pub fn create_or_open(name: &[u8; 64], len: usize, create: bool) -> *mut u8 {
+/// Maps the named shared-memory object (`create`: new, the segment's
+/// size); `None` on failure.
+fn map(name: &SegmentName, geo: Geometry, create: bool) -> Option<Mapping> {
+    let len = geo.total_bytes();
     let flags = if create { libc::O_CREAT | libc::O_EXCL | libc::O_RDWR } else { libc::O_RDWR };
     // SAFETY: `name` is NUL-terminated; the descriptor is closed below.
     let fd = unsafe { libc::shm_open(name.as_ptr().cast(), flags, 0o600) };
     if fd < 0 {
         log::warn!("node layer: shm_open: {}", std::io::Error::last_os_error());
-        return std::ptr::null_mut();
+        return None;
     }
     // SAFETY: sizes the new object; maps it shared; the mapping survives the close.
     let base = unsafe {
@@ -96,7 +143,7 @@ pub fn create_or_open(name: &[u8; 64], len: usize, create: bool) -> *mut u8 {
             log::warn!("node layer: ftruncate: {}", std::io::Error::last_os_error());
             libc::close(fd);
             libc::shm_unlink(name.as_ptr().cast());
-            return std::ptr::null_mut();
+            return None;
         }
         let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
         libc::close(fd);
@@ -107,24 +154,17 @@ pub fn create_or_open(name: &[u8; 64], len: usize, create: bool) -> *mut u8 {
         if create {
             unlink(name);
         }
-        return std::ptr::null_mut();
+        return None;
     }
-    base.cast()
+    // SAFETY: `base` maps `len` bytes of a new (zeroed) or sized object,
+    // page-aligned, until the Mapping drops.
+    Some(Mapping { seg: unsafe { Segment::new(base.cast(), geo) }, len })
 }
 
 /// Removes the name of a segment this process created.
-pub fn unlink(name: &[u8; 64]) {
+fn unlink(name: &SegmentName) {
     // SAFETY: `name` is NUL-terminated.
     unsafe { libc::shm_unlink(name.as_ptr().cast()) };
-}
-
-/// Unmaps a segment no rank uses (its set-up failed somewhere).
-///
-/// # Safety
-/// `base` maps `len` bytes that nothing uses any more.
-pub unsafe fn unmap(base: *mut u8, len: usize) {
-    // SAFETY: guaranteed by the caller.
-    unsafe { libc::munmap(base.cast(), len) };
 }
 
 /// Places local rank `local`'s block of a freshly mapped segment on its
@@ -132,18 +172,16 @@ pub unsafe fn unmap(base: *mut u8, len: usize) {
 /// neighbour's pages on this rank's node while it touches its own; each
 /// rank writes its own block's pages (rank 0 also the header), so they
 /// are allocated where it runs.
-///
-/// # Safety
-/// `base` maps `geo.total_bytes()` writable bytes, page-aligned.
-pub unsafe fn place(base: *mut u8, geo: Geometry, local: usize) {
-    // SAFETY: guaranteed by the caller; the block and header lie in it.
+fn place(mapping: &Mapping, local: usize) {
+    let (seg, len) = (&mapping.seg, mapping.len);
+    let (start, bytes) = seg.block_range(local);
+    // SAFETY: the mapping's own range, writable; the block and the header
+    // lie in it.
     unsafe {
-        libc::madvise(base.cast(), geo.total_bytes(), libc::MADV_RANDOM);
-        let seg = Segment::new(base, geo);
-        let (start, bytes) = seg.block_range(local);
+        libc::madvise(seg.base().cast(), len, libc::MADV_RANDOM);
         first_touch(start, bytes);
         if local == 0 {
-            first_touch(base, geo.header_bytes());
+            first_touch(seg.base(), seg.geo.header_bytes());
         }
     }
 }
@@ -248,13 +286,13 @@ impl PeerMemory for Cma {
 static PROBE: AtomicU64 = AtomicU64::new(0x7063_6f6c_6c21); // "pcoll!"
 
 /// This process's id and the address of its probe word, for its peers.
-pub fn probe_words() -> [u64; 2] {
+fn probe_words() -> [u64; 2] {
     [std::process::id() as u64, PROBE.as_ptr() as u64]
 }
 
 /// Whether zero copy works from this process to the one that sent
 /// `words` ([`probe_words`]): it reads that process's probe word.
-pub fn probe_cma(words: &[u64]) -> bool {
+fn probe_cma(words: &[u64]) -> bool {
     let mut word = 0u64;
     let local_iov = libc::iovec { iov_base: (&mut word as *mut u64).cast(), iov_len: 8 };
     let remote_iov = libc::iovec { iov_base: words[1] as *mut c_void, iov_len: 8 };

@@ -22,6 +22,12 @@ impl HeapSegment {
     }
 }
 
+impl AsRef<Segment> for HeapSegment {
+    fn as_ref(&self) -> &Segment {
+        &self.seg
+    }
+}
+
 /// Peer memory between threads of one process: plain copies.
 pub struct Threads;
 

@@ -1,22 +1,23 @@
 //! A host whose ranks are threads of one process: communicators are lists
-//! of threads, messages go through mailboxes, each node's segment is a
-//! heap buffer, datatypes and operators are a few of MPI's. The driver
-//! runs against it exactly as against the host MPI.
+//! of threads (split as MPI splits them), messages go through mailboxes,
+//! segments are heap buffers found by name, datatypes and operators are a
+//! few of MPI's. The driver runs against it exactly as against the host
+//! MPI, node discovery included.
 
-use crate::algos::multinode::OneSided;
 use crate::core::schedule::Xfer;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
-use crate::driver::comm::{CommState, NodeReport, NodeState};
-use crate::driver::host::{Code, OpKind, Repr, TypeKind, TypeLayout};
-use crate::driver::runtime::Runtime;
+use crate::driver::comm::{CommState, States};
+use crate::driver::host::{Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
+use crate::driver::node::discover;
+use crate::driver::runtime::{panic_message, Runtime};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
 use crate::exec::kernels;
 use crate::exec::{Buffers, Transport};
 use crate::select::config::Config;
-use crate::shm::segment::Segment;
+use crate::shm::segment::Geometry;
 use crate::shm::threads::{HeapSegment, Threads};
-use crate::shm::PeerMemory;
+use crate::shm::{NodeOs, SegmentName};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -75,29 +76,44 @@ pub struct CommSpec {
 /// communicator, sender, receiver).
 type Key = (u8, Comm, usize, usize);
 
-/// Mailbox channels: schedules, control words, the host's collectives.
+/// Mailbox channels: schedules, control words, the host's collectives,
+/// splits.
 const DATA: u8 = 0;
 const CONTROL: u8 = 1;
 const REFERENCE: u8 = 2;
+const SPLIT: u8 = 3;
 
 /// Everything the ranks of a test share.
 pub struct World {
     pub size: usize,
     /// Each thread's node.
     pub node_of: Vec<usize>,
-    /// Communicators by handle (index 0 is null).
-    pub comms: Vec<CommSpec>,
+    /// Communicators by handle (index 0 is null): the test's, then those
+    /// the driver splits off.
+    comms: Mutex<Vec<&'static CommSpec>>,
     pub rt: Runtime,
     mail: Mutex<HashMap<Key, VecDeque<Vec<u8>>>>,
     arrived: Condvar,
-    /// pcoll's states, by (communicator, thread): leaked boxes.
+    /// pcoll's states, by (communicator, thread), as MPI's attributes
+    /// find them; alive in `registry`.
     states: Mutex<HashMap<(Comm, usize), usize>>,
-    /// Each communicator's node segments, by (communicator, node).
-    segments: Mutex<HashMap<(Comm, usize), &'static HeapSegment>>,
-    windows: Mutex<HashMap<Comm, &'static SharedWindows>>,
-    pub epoch: AtomicU64,
-    /// Control broadcasts so far (the Gatherv root's among them).
-    pub control_bcasts: AtomicUsize,
+    pub registry: States<TestHost>,
+    /// The segments whose names are not unlinked yet.
+    segments: Mutex<HashMap<SegmentName, &'static HeapSegment>>,
+    segments_made: AtomicUsize,
+    /// Threads (bits) whose segments cannot be created or opened, and
+    /// those zero copy does not reach.
+    pub no_segment: AtomicU64,
+    pub no_zero_copy: AtomicU64,
+    /// Windows by (communicator, how many each of its ranks made before).
+    windows: Mutex<HashMap<(Comm, usize), &'static SharedWindow>>,
+    /// Windows each thread made on each communicator, and windows made and
+    /// freed (by every rank).
+    windows_made: Mutex<HashMap<(Comm, usize), usize>>,
+    pub windows_created: AtomicUsize,
+    windows_freed: Mutex<Vec<(usize, usize)>>,
+    /// Control broadcasts so far, by communicator.
+    bcasts: Mutex<HashMap<Comm, usize>>,
     /// Calls a user operator made from inside pcoll, handed to the host.
     pub nested_forwards: AtomicUsize,
     /// The host's collectives give a wrong answer (for PCOLL_VERIFY).
@@ -115,18 +131,25 @@ impl World {
         let mut comms =
             vec![CommSpec { members: vec![], inter: false }, CommSpec { members: (0..size).collect(), inter: false }];
         comms.extend(extra);
+        let comms = comms.into_iter().map(|c| &*Box::leak(Box::new(c))).collect();
         Box::leak(Box::new(World {
             size,
             node_of: node_of.to_vec(),
-            comms,
+            comms: Mutex::new(comms),
             rt: Runtime::new(cfg),
             mail: Mutex::default(),
             arrived: Condvar::new(),
             states: Mutex::default(),
             segments: Mutex::default(),
+            segments_made: AtomicUsize::new(0),
+            no_segment: AtomicU64::new(0),
+            no_zero_copy: AtomicU64::new(0),
             windows: Mutex::default(),
-            epoch: AtomicU64::new(0),
-            control_bcasts: AtomicUsize::new(0),
+            windows_made: Mutex::default(),
+            windows_created: AtomicUsize::new(0),
+            windows_freed: Mutex::default(),
+            registry: States::new(),
+            bcasts: Mutex::default(),
             nested_forwards: AtomicUsize::new(0),
             wrong_reference: AtomicBool::new(false),
         }))
@@ -166,6 +189,44 @@ impl World {
         })
     }
 
+    /// Makes every thread's state of `comm` (collectively, as the first
+    /// call pcoll runs on it does), for tests that call on one thread.
+    pub fn with_states(&'static self, comm: Comm) -> &'static World {
+        self.run(|h| h.create_state(comm).map(|_| ()).expect("a state"));
+        self
+    }
+
+    /// Thread `rank`'s state of `comm`, once the driver made it.
+    pub fn state(&self, comm: Comm, rank: usize) -> Option<&'static CommState<TestHost>> {
+        let address = *self.states.lock().unwrap().get(&(comm, rank))?;
+        // SAFETY: a state of the registry's, deleted only once no longer
+        // found here (TestHost::free_state).
+        Some(unsafe { &*(address as *const CommState<TestHost>) })
+    }
+
+    /// The control broadcasts on `comm`'s private duplicate so far (the
+    /// Gatherv root's among them).
+    pub fn control_bcasts(&self, comm: Comm) -> usize {
+        let private = self.state(comm, 0).expect("a state of the communicator").private;
+        self.bcasts.lock().unwrap().get(&private).copied().unwrap_or(0)
+    }
+
+    /// The threads of communicator `comm`, by rank.
+    pub fn members_of(&self, comm: Comm) -> &'static [usize] {
+        let spec: &'static CommSpec = self.comms.lock().unwrap()[comm];
+        &spec.members
+    }
+
+    /// The memory of the windows thread `rank` freed, in order.
+    pub fn freed_windows(&self, rank: usize) -> Vec<usize> {
+        self.windows_freed.lock().unwrap().iter().filter(|w| w.0 == rank).map(|w| w.1).collect()
+    }
+
+    /// The names of segments not unlinked yet.
+    pub fn linked_segments(&self) -> usize {
+        self.segments.lock().unwrap().len()
+    }
+
     fn send(&self, key: Key, bytes: Vec<u8>) {
         self.mail.lock().unwrap().entry(key).or_default().push_back(bytes);
         self.arrived.notify_all();
@@ -182,14 +243,6 @@ impl World {
     }
 }
 
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
-}
-
 /// One rank (thread) of a [`World`].
 #[derive(Clone, Copy)]
 pub struct TestHost {
@@ -202,27 +255,36 @@ thread_local! {
     static THREAD: PerThread<TestHost> = const { PerThread::new() };
 }
 
-/// The node resources of a test communicator.
-pub struct TestComm {
-    pub comm: Comm,
-    segment: Option<&'static HeapSegment>,
+static IN_PLACE: u8 = 0;
+
+fn bytes_of_words(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
-static IN_PLACE: u8 = 0;
-static PEERS: Threads = Threads;
+fn words_of(bytes: &[u8]) -> Vec<u64> {
+    bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect()
+}
 
 impl TestHost {
     fn members(&self, comm: Comm) -> &'static [usize] {
-        &self.world.comms[comm].members
+        self.world.members_of(comm)
     }
 
     fn comm_rank(&self, comm: Comm) -> usize {
         self.members(comm).iter().position(|&m| m == self.rank).expect("a member of the communicator")
     }
 
-    /// The communicator of a state, with this thread's rank in it.
-    fn of(&self, state: &CommState<TestHost>) -> (Comm, &'static [usize]) {
-        (state.host.comm, self.members(state.host.comm))
+    /// What MPI does when the user frees `comm` (not collective): deletes
+    /// this rank's state of it. Nothing may hold the state any more.
+    pub fn free_state(&self, comm: Comm) {
+        let state = self.world.states.lock().unwrap().remove(&(comm, self.rank)).expect("a state");
+        // SAFETY: added by create_state, and no longer found.
+        unsafe { self.world.registry.delete(self, state as *mut CommState<TestHost>) };
+    }
+
+    /// Whether thread `rank` is among the bits of `set`.
+    fn among(set: &AtomicU64, rank: usize) -> bool {
+        set.load(Ordering::Relaxed) >> rank & 1 == 1
     }
 
     /// Sends `bytes` to communicator rank `to` on `channel`.
@@ -285,53 +347,19 @@ impl Transport for ThreadTransport<'_> {
     }
 }
 
-/// The leaders' windows of a communicator. Transfers are queued and
-/// carried out at the fence, the latest moment MPI allows.
-struct SharedWindows {
-    mem: Vec<Mutex<Vec<u8>>>,
+/// The memory of every rank of one window: (address, bytes) by rank.
+struct SharedWindow {
+    mem: Mutex<Vec<(usize, usize)>>,
     fence: Barrier,
 }
 
-enum Transfer {
-    Get { peer: usize, from: usize, to: usize, len: usize },
-    Put { peer: usize, from: usize, to: usize, len: usize },
-}
-
-/// One leader's window.
-#[derive(Default)]
-pub struct TestWindow {
-    shared: Option<&'static SharedWindows>,
-    me: usize,
-    local: Vec<u8>,
-    queued: Vec<Transfer>,
-}
-
-impl OneSided for TestWindow {
-    fn local(&mut self) -> &mut [u8] {
-        &mut self.local
-    }
-    fn get(&mut self, peer: usize, from: usize, to: usize, len: usize) {
-        self.queued.push(Transfer::Get { peer, from, to, len });
-    }
-    fn put(&mut self, peer: usize, from: usize, to: usize, len: usize) {
-        self.queued.push(Transfer::Put { peer, from, to, len });
-    }
-    fn fence(&mut self) {
-        let shared = self.shared.expect("a leader's window");
-        shared.fence.wait();
-        shared.mem[self.me].lock().unwrap().clone_from(&self.local);
-        shared.fence.wait();
-        for t in self.queued.drain(..) {
-            let (src, from, dst, to, len) = match t {
-                Transfer::Get { peer, from, to, len } => (peer, from, self.me, to, len),
-                Transfer::Put { peer, from, to, len } => (self.me, from, peer, to, len),
-            };
-            let data = shared.mem[src].lock().unwrap()[from..from + len].to_vec();
-            shared.mem[dst].lock().unwrap()[to..to + len].copy_from_slice(&data);
-        }
-        shared.fence.wait();
-        self.local.clone_from(&shared.mem[self.me].lock().unwrap());
-    }
+/// A rank's window. Transfers are queued and carried out at the fence,
+/// the latest moment MPI allows, while every rank waits there.
+pub struct TestWin {
+    shared: &'static SharedWindow,
+    /// The thread and the memory whose window this is.
+    owner: (usize, usize),
+    queued: Vec<(Access, usize, usize, usize, usize)>,
 }
 
 /// `dst = src ∘ dst` of a user-defined operator on i32 vectors.
@@ -355,8 +383,8 @@ impl Host for TestHost {
     type Comm = Comm;
     type Datatype = Ty;
     type Op = Op;
-    type Private = TestComm;
-    type Leaders = TestWindow;
+    type Os = TestOs;
+    type Win = TestWin;
     type Transport<'a> = ThreadTransport<'a>;
 
     fn with_thread<R>(f: impl FnOnce(&PerThread<TestHost>) -> R) -> R {
@@ -364,109 +392,142 @@ impl Host for TestHost {
     }
 
     fn comm_shape(&self, comm: Comm) -> Option<(usize, usize)> {
-        let spec = self.world.comms.get(comm).filter(|s| comm != COMM_NULL && !s.inter)?;
+        let spec = *self.world.comms.lock().unwrap().get(comm).filter(|s| comm != COMM_NULL && !s.inter)?;
         Some((self.comm_rank(comm), spec.members.len()))
     }
 
     fn epoch(&self) -> u64 {
-        self.world.epoch.load(Ordering::Acquire)
+        self.world.registry.epoch()
     }
 
     fn find_state<'a>(&self, comm: Comm) -> Option<&'a CommState<TestHost>> {
-        let address = *self.world.states.lock().unwrap().get(&(comm, self.rank))?;
-        // SAFETY: a leaked box of the world's, never freed.
-        Some(unsafe { &*(address as *const CommState<TestHost>) })
+        self.world.state(comm, self.rank)
     }
 
     fn create_state<'a>(&self, comm: Comm) -> Result<&'a CommState<TestHost>, Code> {
-        let world = self.world;
-        let shm = &world.rt.cfg.shm;
-        let members = self.members(comm);
-        let (rank, size) = (self.comm_rank(comm), members.len());
-        let node = |r: usize| world.node_of[members[r]];
-        let reports: Vec<NodeReport> = (0..size)
-            .map(|r| NodeReport {
-                leader: (0..size).find(|&q| node(q) == node(r)).unwrap(),
-                local: (0..r).filter(|&q| node(q) == node(r)).count(),
-                segment: shm.enable,
-                zero_copy: shm.enable && shm.zcopy,
-            })
-            .collect();
-        let local_size = (0..size).filter(|&q| node(q) == node(rank)).count();
-        let segment = shm.enable.then(|| {
-            *world
-                .segments
-                .lock()
-                .unwrap()
-                .entry((comm, node(rank)))
-                .or_insert_with(|| Box::leak(Box::new(HeapSegment::new(shm.geometry(local_size)))))
-        });
-        let state = CommState::new(
-            rank,
-            size,
-            NodeState::new(reports[rank].local, local_size, &reports, shm, false),
-            TestComm { comm, segment },
-        );
-        let address = Box::leak(Box::new(state)) as *const CommState<TestHost>;
-        world.states.lock().unwrap().insert((comm, self.rank), address as usize);
-        // SAFETY: just leaked, never freed.
-        Ok(unsafe { &*address })
+        // the private duplicate
+        let private = self.split(comm, Split::Color(Some(0)), self.comm_rank(comm))?;
+        let state = self.world.registry.add(discover(self, private, &self.world.rt.cfg.shm)?);
+        self.world.states.lock().unwrap().insert((comm, self.rank), state as usize);
+        // SAFETY: just added, alive until TestHost::free_state.
+        Ok(unsafe { &*state })
     }
 
     fn world(&self) -> Comm {
         1
     }
 
-    fn bcast_words(&self, state: &CommState<TestHost>, words: &mut [u64], root: usize) -> Result<(), Code> {
-        let (comm, members) = self.of(state);
-        if state.rank == root {
-            self.world.control_bcasts.fetch_add(1, Ordering::Relaxed);
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            (0..members.len()).filter(|&r| r != root).for_each(|r| self.post(CONTROL, comm, r, bytes.clone()));
-        } else {
-            let bytes = self.take(CONTROL, comm, root);
-            for (w, b) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-                *w = u64::from_le_bytes(b.try_into().unwrap());
+    /// Rank 0 of `comm` forms the new communicators (in the order of
+    /// their colors' first ranks) and tells every rank its handle.
+    fn split(&self, comm: Comm, how: Split, key: usize) -> Result<Comm, Code> {
+        let color = match how {
+            Split::Shared => Some(self.world.node_of[self.rank]),
+            Split::Color(color) => color,
+        };
+        self.post(SPLIT, comm, 0, bytes_of_words(&[color.map_or(u64::MAX, |c| c as u64), key as u64]));
+        let members = self.members(comm);
+        if self.comm_rank(comm) == 0 {
+            let wishes: Vec<Vec<u64>> = (0..members.len()).map(|r| words_of(&self.take(SPLIT, comm, r))).collect();
+            let mut handles = vec![COMM_NULL as u64; members.len()];
+            for (r, wish) in wishes.iter().enumerate() {
+                if wish[0] == u64::MAX || handles[r] != COMM_NULL as u64 {
+                    continue;
+                }
+                let mut group: Vec<usize> = (r..members.len()).filter(|&q| wishes[q][0] == wish[0]).collect();
+                group.sort_by_key(|&q| (wishes[q][1], q));
+                let spec = CommSpec { members: group.iter().map(|&q| members[q]).collect(), inter: false };
+                let mut comms = self.world.comms.lock().unwrap();
+                comms.push(Box::leak(Box::new(spec)));
+                group.iter().for_each(|&q| handles[q] = (comms.len() - 1) as u64);
             }
+            (0..members.len()).for_each(|r| self.post(SPLIT, comm, r, bytes_of_words(&handles[r..r + 1])));
+        }
+        Ok(words_of(&self.take(SPLIT, comm, 0))[0] as Comm)
+    }
+
+    fn free_comm(&self, comm: &mut Comm) {
+        *comm = COMM_NULL;
+    }
+
+    fn allgather_words(&self, comm: Comm, mine: &[u64]) -> Result<Vec<u64>, Code> {
+        let size = self.members(comm).len();
+        (0..size).for_each(|r| self.post(CONTROL, comm, r, bytes_of_words(mine)));
+        Ok((0..size).flat_map(|r| words_of(&self.take(CONTROL, comm, r))).collect())
+    }
+
+    fn bcast_words(&self, comm: Comm, words: &mut [u64], root: usize) -> Result<(), Code> {
+        if self.comm_rank(comm) == root {
+            *self.world.bcasts.lock().unwrap().entry(comm).or_default() += 1;
+            let size = self.members(comm).len();
+            (0..size).filter(|&r| r != root).for_each(|r| self.post(CONTROL, comm, r, bytes_of_words(words)));
+        } else {
+            words.copy_from_slice(&words_of(&self.take(CONTROL, comm, root)));
         }
         Ok(())
     }
 
-    fn barrier(&self, state: &CommState<TestHost>) -> Result<(), Code> {
-        self.bcast_words(state, &mut [0], 0)
+    fn barrier(&self, comm: Comm) -> Result<(), Code> {
+        self.bcast_words(comm, &mut [0], 0)
+    }
+
+    fn os(&self) -> TestOs {
+        TestOs { world: self.world, rank: self.rank }
     }
 
     fn transport<'a>(&self, state: &'a CommState<TestHost>, ranks: Option<&'a [usize]>) -> ThreadTransport<'a> {
-        ThreadTransport { host: *self, comm: state.host.comm, ranks }
+        ThreadTransport { host: *self, comm: state.private, ranks }
     }
 
-    fn node_memory<'a>(&self, state: &'a CommState<TestHost>) -> Option<(&'a Segment, Option<&'a dyn PeerMemory>)> {
-        state.host.segment.map(|s| (&s.seg, Some(&PEERS as &dyn PeerMemory)))
-    }
-
-    fn one_sided<'a>(
-        &self,
-        state: &CommState<TestHost>,
-        leaders: &'a mut TestWindow,
-        leader: bool,
-        bytes: usize,
-    ) -> Option<&'a mut dyn OneSided> {
-        if !leader {
-            return None;
-        }
-        let nodes = state.topo().nodes;
-        let shared = *self.world.windows.lock().unwrap().entry(state.host.comm).or_insert_with(|| {
-            Box::leak(Box::new(SharedWindows {
-                mem: (0..nodes).map(|_| Mutex::default()).collect(),
-                fence: Barrier::new(nodes),
-            }))
+    unsafe fn win_create(&self, comm: Comm, base: *mut u8, bytes: usize) -> Result<TestWin, Code> {
+        let (me, size) = (self.comm_rank(comm), self.members(comm).len());
+        let nth = {
+            let mut made = self.world.windows_made.lock().unwrap();
+            let made = made.entry((comm, self.rank)).or_default();
+            *made += 1;
+            *made - 1
+        };
+        let shared = *self.world.windows.lock().unwrap().entry((comm, nth)).or_insert_with(|| {
+            Box::leak(Box::new(SharedWindow { mem: Mutex::new(vec![(0, 0); size]), fence: Barrier::new(size) }))
         });
-        leaders.shared = Some(shared);
-        leaders.me = state.node.node_of[state.rank];
-        if leaders.local.len() < bytes {
-            leaders.local.resize(bytes, 0);
+        shared.mem.lock().unwrap()[me] = (base as usize, bytes);
+        self.world.windows_created.fetch_add(1, Ordering::Relaxed);
+        Ok(TestWin { shared, owner: (self.rank, base as usize), queued: Vec::new() })
+    }
+
+    fn win_free(&self, win: &mut TestWin) {
+        self.world.windows_freed.lock().unwrap().push(win.owner);
+    }
+
+    unsafe fn win_transfer(
+        &self,
+        win: &mut TestWin,
+        access: Access,
+        local: *mut u8,
+        peer: usize,
+        remote: usize,
+        len: usize,
+    ) -> Result<(), Code> {
+        win.queued.push((access, local as usize, peer, remote, len));
+        Ok(())
+    }
+
+    fn win_fence(&self, win: &mut TestWin) -> Result<(), Code> {
+        win.shared.fence.wait();
+        let mem = win.shared.mem.lock().unwrap().clone();
+        for (access, local, peer, remote, len) in win.queued.drain(..) {
+            let (base, bytes) = mem[peer];
+            assert!(remote + len <= bytes, "a transfer beyond the peer's window");
+            let (from, to) = match access {
+                Access::Get => (base + remote, local),
+                Access::Put => (local, base + remote),
+            };
+            // SAFETY: both ranges lie in window memory (win_transfer's
+            // promise, and checked above), which every rank leaves alone
+            // while it waits in this fence.
+            unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, len) };
         }
-        Some(leaders)
+        win.shared.fence.wait();
+        Ok(())
     }
 
     fn in_place(&self) -> *const c_void {
@@ -487,12 +548,12 @@ impl Host for TestHost {
     }
 
     fn type_layout(&self, ty: Ty) -> TypeLayout {
-        let dense = |n| TypeLayout { size: n, extent: n as isize, dense: true };
+        let dense = |n| TypeLayout::new(n, (0, n as isize), (0, n as isize));
         match ty {
             Ty::I32 => dense(4),
             Ty::F64 => dense(8),
             Ty::Byte | Ty::Char => dense(1),
-            Ty::Vector | Ty::Uncommitted => TypeLayout { size: 8, extent: 12, dense: false },
+            Ty::Vector | Ty::Uncommitted => TypeLayout::new(8, (0, 12), (0, 12)),
             Ty::Null => unreachable!("the driver asks no layout of a null datatype"),
         }
     }
@@ -557,9 +618,9 @@ impl Host for TestHost {
         }
     }
 
-    fn reference_reduce(
+    fn reduce(
         &self,
-        state: &CommState<TestHost>,
+        comm: Comm,
         root: Option<usize>,
         send: &[u8],
         recv: &mut [u8],
@@ -567,14 +628,14 @@ impl Host for TestHost {
         ty: Ty,
         op: Op,
     ) -> Result<(), Code> {
-        self.reduce_at(state.host.comm, root, send, recv, ty, op);
+        self.reduce_at(comm, root, send, recv, ty, op);
         Ok(())
     }
 
-    fn reference_bcast(&self, state: &CommState<TestHost>, data: &mut [u8], root: usize) -> Result<(), Code> {
-        let (comm, members) = self.of(state);
-        if state.rank == root {
-            (0..members.len()).filter(|&r| r != root).for_each(|r| self.post(REFERENCE, comm, r, data.to_vec()));
+    fn bcast_bytes(&self, comm: Comm, data: &mut [u8], root: usize) -> Result<(), Code> {
+        if self.comm_rank(comm) == root {
+            let size = self.members(comm).len();
+            (0..size).filter(|&r| r != root).for_each(|r| self.post(REFERENCE, comm, r, data.to_vec()));
         } else {
             data.copy_from_slice(&self.take(REFERENCE, comm, root));
             if self.world.wrong_reference.load(Ordering::Relaxed) {
@@ -584,18 +645,17 @@ impl Host for TestHost {
         Ok(())
     }
 
-    fn reference_gatherv(
+    fn gatherv_bytes(
         &self,
-        state: &CommState<TestHost>,
+        comm: Comm,
         send: &[u8],
         recv: &mut [u8],
         blocks: &[(usize, usize)],
         root: usize,
     ) -> Result<(), Code> {
-        let (comm, members) = self.of(state);
         self.post(REFERENCE, comm, root, send.to_vec());
-        if state.rank == root {
-            for (r, &(off, len)) in blocks.iter().enumerate().take(members.len()) {
+        if self.comm_rank(comm) == root {
+            for (r, &(off, len)) in blocks.iter().enumerate().take(self.members(comm).len()) {
                 recv[off..off + len].copy_from_slice(&self.take(REFERENCE, comm, r));
             }
         }
@@ -606,17 +666,9 @@ impl Host for TestHost {
         self.rank
     }
 
-    fn gather_at_root(&self, mine: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let world = self.world();
-        self.post(REFERENCE, world, 0, mine.to_vec());
-        (self.rank == 0).then(|| (0..self.world.size).map(|r| self.take(REFERENCE, world, r)).collect())
-    }
-
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>> {
-        let all = self.gather_at_root(&mine.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>())?;
-        let words =
-            |b: &Vec<u8>| b.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect::<Vec<u64>>();
-        Some(all.iter().map(words).fold(vec![0; mine.len()], |acc, w| acc.iter().zip(w).map(|(a, b)| a + b).collect()))
+        let all = self.allgather_words(self.world(), mine).ok()?;
+        (self.rank == 0).then(|| (0..mine.len()).map(|i| all.iter().skip(i).step_by(mine.len()).sum()).collect())
     }
 
     fn version(&self) -> String {
@@ -625,5 +677,65 @@ impl Host for TestHost {
 
     fn abort(&self, text: &str) -> ! {
         panic!("abort: {text}")
+    }
+}
+
+/// The node's memory of a test rank: heap segments, found by name while
+/// the name is linked; peer memory by plain copies. The world's
+/// `no_segment` and `no_zero_copy` make a thread fail.
+#[derive(Clone, Copy)]
+pub struct TestOs {
+    world: &'static World,
+    rank: usize,
+}
+
+impl NodeOs for TestOs {
+    type Mapping = &'static HeapSegment;
+    type Peers = Threads;
+
+    fn cores(&self) -> Option<usize> {
+        None
+    }
+
+    fn private(&self, geo: Geometry) -> Option<&'static HeapSegment> {
+        Some(Box::leak(Box::new(HeapSegment::new(geo))))
+    }
+
+    fn create(&self, geo: Geometry) -> Option<(SegmentName, &'static HeapSegment)> {
+        if TestHost::among(&self.world.no_segment, self.rank) {
+            return None;
+        }
+        let mut name = [0u8; 64];
+        let text = format!("/test-{}", self.world.segments_made.fetch_add(1, Ordering::Relaxed));
+        name[..text.len()].copy_from_slice(text.as_bytes());
+        let segment = self.private(geo)?;
+        self.world.segments.lock().unwrap().insert(name, segment);
+        Some((name, segment))
+    }
+
+    fn open(&self, name: &SegmentName, geo: Geometry) -> Option<&'static HeapSegment> {
+        let segment = *self.world.segments.lock().unwrap().get(name)?;
+        assert_eq!(segment.seg.geo, geo, "every rank of a node computes the same geometry");
+        (!TestHost::among(&self.world.no_segment, self.rank)).then_some(segment)
+    }
+
+    fn place(&self, _: &&'static HeapSegment, _: usize) {}
+
+    fn unlink(&self, name: &SegmentName) {
+        self.world.segments.lock().unwrap().remove(name);
+    }
+
+    fn settle(&self, _: &&'static HeapSegment, _: usize) {}
+
+    fn probe_words(&self) -> [u64; 2] {
+        [self.rank as u64, 0]
+    }
+
+    fn probe(&self, words: &[u64]) -> bool {
+        !TestHost::among(&self.world.no_zero_copy, words[0] as usize)
+    }
+
+    fn peers(&self, _: &[u64]) -> Threads {
+        Threads
     }
 }

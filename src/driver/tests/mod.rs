@@ -5,12 +5,16 @@
 //! comparison, and the reentry guard.
 
 mod host;
+mod node;
+mod window;
 
-use super::collectives::{bcast, reduction};
+use super::classify::reduce_local;
+use super::collectives::{bcast, forward_reduce, reduction};
 use super::gatherv::{gatherv, GathervArgs};
 use super::host::Outcome::{self, Done, Forward};
 use super::host::SUCCESS;
 use super::plan::{decide, plan};
+use super::runtime::panic_message;
 use super::thread::PerThread;
 use super::verify;
 use super::Host;
@@ -114,7 +118,7 @@ fn entering_twice_on_one_thread_is_refused_until_the_first_leaves() {
 fn unsupported_calls_go_to_the_host_with_their_reason() {
     let inter = CommSpec { members: (0..4).collect(), inter: true };
     let single = CommSpec { members: vec![0], inter: false };
-    let world = World::new(&[0; 4], &[], vec![inter, single]);
+    let world = World::new(&[0; 4], &[], vec![inter, single]).with_states(WORLD);
     let (inter, single) = (2, 3);
     let h = TestHost { world, rank: 0 };
     let send = bytes_of(&input(0, 8));
@@ -194,11 +198,66 @@ fn unsupported_calls_go_to_the_host_with_their_reason() {
 }
 
 #[test]
+fn a_reduce_in_place_at_a_non_zero_root_reaches_the_host_with_a_copy() {
+    let world = World::one_node(3, &[]);
+    // what the host's Reduce gets: its send pointer, the data there, its receive pointer
+    let forward = |rank, root, count, ty, send: Option<&[u8]>, recv: &mut [u8]| {
+        let h = TestHost { world, rank };
+        let sendbuf = send.map_or(h.in_place(), |s| s.as_ptr().cast());
+        let mut seen = None;
+        let rc = forward_reduce(&h, sendbuf, recv.as_mut_ptr().cast(), count, ty, root, WORLD, |s, r| {
+            // SAFETY: the test's buffers, or the copy, of recv's length
+            let data = (s != h.in_place()).then(|| unsafe { std::slice::from_raw_parts(s.cast::<u8>(), 24) }.to_vec());
+            seen = Some((s == sendbuf, data, r == recv.as_mut_ptr().cast()));
+            SUCCESS
+        });
+        assert_eq!(rc, SUCCESS);
+        seen.expect("the host ran the call")
+    };
+    let mut recv: Vec<u8> = (0..24).collect();
+    // the root in place: a copy of its data (two vectors reach 24 bytes)
+    for (ty, count) in [(Ty::I32, 6), (Ty::Vector, 2)] {
+        assert_eq!(forward(1, 1, count, ty, None, &mut recv), (false, Some(recv.clone()), true), "{ty:?}");
+    }
+    // anything else: the arguments unchanged
+    let send = [7u8; 24];
+    for (rank, root, count, ty, send) in [
+        (0, 0, 6, Ty::I32, None),
+        (2, 1, 6, Ty::I32, Some(&send[..])),
+        (1, 1, 6, Ty::I32, Some(&send[..])),
+        (1, 1, 0, Ty::I32, None),
+        (1, 1, 6, Ty::Uncommitted, None),
+    ] {
+        let seen = forward(rank, root, count, ty, send, &mut recv);
+        assert_eq!((seen.0, seen.2), (true, true), "rank {rank} root {root} count {count} {ty:?}");
+    }
+}
+
+#[test]
+fn reduce_local_runs_pcolls_kernel_where_it_has_one_and_leaves_the_rest() {
+    let h = TestHost { world: World::one_node(1, &[]), rank: 0 };
+    let (a, mut b) = (bytes_of(&[1, 2, 3]), bytes_of(&[10, 20, 30]));
+    assert!(reduce_local(&h, a.as_ptr().cast(), b.as_mut_ptr().cast(), 3, Ty::I32, Op::Sum));
+    assert_eq!(i32s_of(&b), [11, 22, 33]);
+    // a user operator, a derived datatype, no elements, a null buffer
+    for (count, ty, op, inbuf) in [
+        (3, Ty::I32, SUM_USER, a.as_ptr()),
+        (3, Ty::Vector, Op::Sum, a.as_ptr()),
+        (0, Ty::I32, Op::Sum, a.as_ptr()),
+        (3, Ty::I32, Op::Sum, std::ptr::null()),
+    ] {
+        assert!(!reduce_local(&h, inbuf.cast(), b.as_mut_ptr().cast(), count, ty, op), "{count} {ty:?} {op:?}");
+    }
+    assert_eq!(i32s_of(&b), [11, 22, 33], "left to the host, untouched");
+}
+
+#[test]
 fn forced_choices_that_cannot_run_go_to_the_host() {
     let world = World::one_node(
         3,
         &[("PCOLL_ALLREDUCE", "mpi"), ("PCOLL_REDUCE", "ring"), ("PCOLL_SHM", "0"), ("PCOLL_BCAST", "shm")],
-    );
+    )
+    .with_states(WORLD);
     let h = TestHost { world, rank: 1 };
     let send = bytes_of(&input(1, 4));
     let mut recv = vec![0u8; 16];
@@ -302,12 +361,12 @@ fn conservative_gatherv_agrees_on_the_roots_layout_by_broadcast() {
     for args in [None, Some(false)] {
         let world = World::one_node(5, &[("PCOLL_GATHERV", "binomial")]);
         gather_and_check(world, 3, 3, args);
-        assert_eq!(world.control_bcasts.load(Ordering::Relaxed), 3, "one broadcast per call");
+        assert_eq!(world.control_bcasts(WORLD), 3, "one broadcast per call");
     }
     // linear needs it only at the root: every rank decides alone
     let world = World::one_node(5, &[("PCOLL_GATHERV", "linear")]);
     gather_and_check(world, 1, 3, None);
-    assert_eq!(world.control_bcasts.load(Ordering::Relaxed), 0);
+    assert_eq!(world.control_bcasts(WORLD), 0);
 }
 
 #[test]
@@ -315,25 +374,30 @@ fn aggressive_gatherv_computes_the_layout_everywhere_without_a_broadcast() {
     let vars = [("PCOLL_GATHERV", "binomial"), ("PCOLL_GATHERV_MODE", "aggressive")];
     let world = World::one_node(5, &vars);
     gather_and_check(world, 2, 3, Some(true));
-    assert_eq!(world.control_bcasts.load(Ordering::Relaxed), 0);
+    assert_eq!(world.control_bcasts(WORLD), 0);
 
     // a rank without the layout cannot take part: the job stops (before
     // any message, so this rank alone shows it)
-    let world = World::one_node(5, &vars);
+    let world = World::one_node(5, &vars).with_states(WORLD);
     let h = TestHost { world, rank: 1 };
     let mine = bytes_of(&gather_block(1, 2));
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         gatherv_call(h, Some(&mine), 2, Ty::I32, &mut [0u8; 4], None, 0, WORLD)
     }))
     .expect_err("the job stops");
-    let text = host::panic_message(&*panic);
+    let text = panic_message(&*panic);
     assert!(text.contains("PCOLL_GATHERV_MODE=aggressive: rank 1 passes no valid recvcounts"), "{text}");
 
     // an argument only the root's counts: invalid there, forwarded there
+    // (on a thread of its own: this one's caches hold rank 1's state)
     let h = TestHost { world, rank: 0 };
     let (mut counts, displs) = gather_layout(5);
     counts[4] = -3;
-    let out = gatherv_call(h, Some(&mine), 1, Ty::I32, &mut [0u8; 64], Some((&counts, &displs)), 0, WORLD);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| gatherv_call(h, Some(&mine), 1, Ty::I32, &mut [0u8; 64], Some((&counts, &displs)), 0, WORLD))
+            .join()
+            .unwrap()
+    });
     assert_eq!(out, Forward("negative receive count"));
 }
 
@@ -507,7 +571,7 @@ fn verify_counts_agreement_and_reports_a_wrong_result() {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             reduce_call(h, Some(&mine), &mut recv, 4, Ty::I32, Op::Sum, None, WORLD)
         }))
-        .map_err(|panic| host::panic_message(&*panic))
+        .map_err(|panic| panic_message(&*panic))
     });
     for s in stopped {
         assert!(s.as_ref().is_err_and(|m| m.contains("PCOLL_VERIFY=abort")), "{s:?}");
@@ -545,7 +609,8 @@ fn a_collective_called_from_a_user_operator_goes_to_the_host() {
 
 #[test]
 fn a_remembered_plan_lasts_while_no_communicator_is_freed() {
-    let world = World::one_node(2, &[]);
+    let other = CommSpec { members: vec![1, 0], inter: false };
+    let world = World::new(&[0, 0], &[], vec![other]).with_states(2);
     let freed = std::sync::Barrier::new(2);
     world.run(|h| {
         let key = |op| super::prepared::Key {
@@ -569,8 +634,7 @@ fn a_remembered_plan_lasts_while_no_communicator_is_freed() {
         assert!(recall(SUM_USER).is_none());
         freed.wait();
         if h.rank == 0 {
-            // what the host does when a communicator is freed
-            world.epoch.fetch_add(1, Ordering::Release);
+            h.free_state(2);
         }
         freed.wait();
         assert!(recall(Op::Sum).is_none(), "a plan from before a communicator was freed");
@@ -591,9 +655,8 @@ fn the_finalize_summary_covers_every_rank() {
         }
         assert_eq!(bcast_call(h, recv.as_mut_ptr().cast(), 24, Ty::Byte, 0, WORLD), Forward("forced mpi"));
     });
-    // the guard's accounting of the forwarded call, as the library's does
-    let stats = world.rt.stats.as_ref().unwrap();
-    (0..3).for_each(|_| stats.lock().unwrap().record_fallback(Coll::Bcast, "forced mpi", 0.0));
+    // the guard hands the forwarded call to the host through the runtime
+    (0..3).for_each(|_| world.rt.forward(Coll::Bcast, "forced mpi", || ()));
     world.run(|h| super::runtime::report_at_finalize(&h, &world.rt, true));
     let text = std::fs::read_to_string(&file).expect("rank 0 wrote the summary");
     let _ = std::fs::remove_file(&file);

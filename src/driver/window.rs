@@ -1,0 +1,170 @@
+//! The node leaders' one-sided window (SALaR's transfers between nodes):
+//! a communicator of the leaders (local rank 0 of every node, ordered by
+//! node) split once from the private duplicate, and a window over memory
+//! pcoll allocates, kept and reused by every later call (registration is
+//! paid once) and grown, collectively among the leaders, when a call
+//! needs more. Freed with the communicator, or at MPI_Finalize (a window
+//! left to MPI_Finalize crashes UCX under MPICH).
+
+use super::comm::CommState;
+use super::host::{Access, Code, Host, Split};
+use crate::algos::multinode::OneSided;
+use crate::shm::segment::PAGE;
+use std::alloc::Layout;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The leaders' communicator and window of one user communicator.
+pub struct Leaders<H: Host> {
+    /// The leaders' communicator (null at other ranks), once split.
+    comm: Option<H::Comm>,
+    window: Option<Window<H>>,
+}
+
+impl<H: Host> Default for Leaders<H> {
+    fn default() -> Leaders<H> {
+        Leaders { comm: None, window: None }
+    }
+}
+
+impl<H: Host> Leaders<H> {
+    /// The window of at least `bytes` at a leader, `None` elsewhere. Every
+    /// rank of the state's communicator calls this at the same point of
+    /// the same call (the first time, the split is collective over the
+    /// private duplicate; a larger window is made collectively among the
+    /// leaders, who all ask for the same size).
+    pub fn window(&mut self, host: &H, state: &CommState<H>, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
+        let comm = match self.comm {
+            Some(comm) => comm,
+            None => {
+                let node = state.node.node_of[state.rank];
+                let split = host.split(state.private, Split::Color(leader.then_some(0)), node);
+                *self.comm.insert(split.unwrap_or_else(|rc| failed("splitting the node leaders off", rc)))
+            }
+        };
+        if !leader {
+            return None;
+        }
+        if self.window.as_ref().is_none_or(|w| w.bytes < bytes) {
+            self.free_window();
+            self.window = Some(Window::create(*host, comm, bytes));
+        }
+        self.window.as_mut().map(|w| w as &mut dyn OneSided)
+    }
+
+    fn free_window(&mut self) {
+        if let Some(w) = self.window.take() {
+            w.free();
+        }
+    }
+
+    /// Frees the window and the communicator (see [`Leaders::window_id`]
+    /// for the order at MPI_Finalize).
+    pub fn release(&mut self, host: &H) {
+        self.free_window();
+        if let Some(comm) = self.comm.as_mut() {
+            host.free_comm(comm);
+        }
+    }
+
+    /// Where this communicator's window comes in the job-wide order of
+    /// windows (`None`: it has none). Freeing a window synchronises its
+    /// leaders, so at MPI_Finalize every rank frees its windows in this
+    /// order (whatever order its threads created them in), which cannot
+    /// deadlock.
+    pub fn window_id(&self) -> Option<u64> {
+        self.window.as_ref().map(|w| w.id)
+    }
+}
+
+/// A window over memory pcoll allocates. Not MPI_Win_allocate: Open MPI
+/// 4.1's osc/rdma names the shared-memory file behind such a window after
+/// the communicator's context id, which disjoint communicators on one
+/// host may share (their windows then overwrite each other), and MPICH
+/// 4.0.2 (ch4:ucx) serves sizes that are not whole pages from the heap,
+/// where gets at large offsets silently transfer nothing.
+struct Window<H: Host> {
+    host: H,
+    win: H::Win,
+    base: *mut u8,
+    bytes: usize,
+    /// The same at every leader and unique in the job (see
+    /// [`Leaders::window_id`]).
+    id: u64,
+}
+
+/// Stops the job's rank: the leaders' window is in an unknown state.
+fn failed(what: &str, rc: Code) -> ! {
+    panic!("{what} failed (MPI error {rc})")
+}
+
+impl<H: Host> Window<H> {
+    /// Whole pages, page-aligned, zeroed; collective over `comm`.
+    fn create(host: H, comm: H::Comm, bytes: usize) -> Window<H> {
+        let bytes = bytes.next_multiple_of(PAGE);
+        let layout = Self::layout(bytes);
+        // SAFETY: a non-zero size (at least one page).
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        if base.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `base` holds `bytes` bytes that live until `free` (after
+        // the host frees the window); every leader asks for the same size.
+        let win = unsafe { host.win_create(comm, base, bytes) };
+        let win = win.unwrap_or_else(|rc| failed(&format!("creating the leaders' window of {bytes} bytes"), rc));
+        Window { host, win, base, bytes, id: Self::agree_on_id(&host, comm) }
+    }
+
+    /// The first leader numbers the window (its world rank, its count of
+    /// windows) and tells the others.
+    fn agree_on_id(host: &H, comm: H::Comm) -> u64 {
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let mut id = [(host.world_rank() as u64) << 32 | MADE.fetch_add(1, Ordering::Relaxed) as u64];
+        host.bcast_words(comm, &mut id, 0).unwrap_or_else(|rc| failed("numbering the leaders' window", rc));
+        id[0]
+    }
+
+    fn layout(bytes: usize) -> Layout {
+        Layout::from_size_align(bytes, PAGE).expect("a page-aligned layout")
+    }
+
+    /// Every leader frees the window at the same point (a growth, the
+    /// user freeing the communicator, or MPI_Finalize in the order of the
+    /// windows' ids).
+    fn free(mut self) {
+        self.host.win_free(&mut self.win);
+        // SAFETY: allocated in `create` with this layout; the host no
+        // longer uses it once the window is freed.
+        unsafe { std::alloc::dealloc(self.base, Self::layout(self.bytes)) };
+    }
+
+    /// Starts a transfer between bytes `at..at + len` of this leader's
+    /// window and `remote..remote + len` of `peer`'s (of the same size).
+    fn transfer(&mut self, access: Access, at: usize, peer: usize, remote: usize, len: usize) {
+        assert!(at + len <= self.bytes && remote + len <= self.bytes);
+        // SAFETY: both ranges lie in the leaders' window memory (checked),
+        // which outlives the epoch.
+        let done = unsafe { self.host.win_transfer(&mut self.win, access, self.base.add(at), peer, remote, len) };
+        done.unwrap_or_else(|rc| failed(&format!("MPI_{access:?} on the leaders' window"), rc));
+    }
+}
+
+impl<H: Host> OneSided for Window<H> {
+    fn local(&mut self) -> &mut [u8] {
+        // SAFETY: the window's memory, `bytes` long, owned by this rank;
+        // the salar protocol never stores where a transfer of the current
+        // epoch reads or writes.
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.bytes) }
+    }
+
+    fn get(&mut self, peer: usize, from: usize, to: usize, len: usize) {
+        self.transfer(Access::Get, to, peer, from, len);
+    }
+
+    fn put(&mut self, peer: usize, from: usize, to: usize, len: usize) {
+        self.transfer(Access::Put, from, peer, to, len);
+    }
+
+    fn fence(&mut self) {
+        self.host.win_fence(&mut self.win).unwrap_or_else(|rc| failed("MPI_Win_fence on the leaders' window", rc));
+    }
+}
