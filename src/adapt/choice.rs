@@ -22,7 +22,7 @@
 //! over until the next exploration.
 //!
 //! Users: a flat Allreduce's copy-in stores ([`super::stores`], each rank
-//! alone), a large Bcast's method ([`crate::algos::node::bcast_timed::timed`], the root for
+//! alone), a large Bcast's method (the `shm` Bcast of the node algorithms, the root for
 //! everyone). Limitations: an application that alternates sizes within
 //! one class shares one estimate. Cost: where the other method loses, one
 //! call in 64 pays its loss. Memory: a few words per class. Seed: none

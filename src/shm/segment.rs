@@ -39,7 +39,7 @@ pub struct Geometry {
     /// Bytes of the chunks most algorithms move through a chunk area.
     pub chunk: usize,
     /// Bytes of the chunks a flat Allreduce moves (fewer handoffs, and
-    /// room for ordinary stores to pay, [`crate::adapt::stores`]); the two chunk
+    /// room for ordinary stores to pay, the adaptation module's stores); the two chunk
     /// areas per rank hold the larger of the two.
     pub allreduce_chunk: usize,
     /// Broadcast queue: slots per rank and bytes per slot.

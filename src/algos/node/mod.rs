@@ -108,7 +108,7 @@ impl Default for QueueSettings {
 
 /// Sizes the node algorithms cut their work into and choose their methods
 /// by; the same on every rank of a node (the library takes them from
-/// [`crate::select::config::ShmConfig::node_sizes`]).
+/// `ShmConfig::node_sizes` in select).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sizes {
     /// Zero-copy Reduce: bytes of a sub-chunk, per peer in scratch
