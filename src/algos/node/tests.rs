@@ -273,6 +273,19 @@ fn assert_elements_from(recv: &[u8], p: usize, first: usize, context: impl Fn() 
     }
 }
 
+/// A Gatherv layout of blocks of these lengths, one after the other in
+/// rank order, and its total bytes.
+fn packed(lens: impl Iterator<Item = usize>) -> (crate::core::call::GatherLayout, usize) {
+    let mut at = 0;
+    let blocks = lens
+        .map(|len| {
+            at += len;
+            (at - len, len)
+        })
+        .collect();
+    (crate::core::call::GatherLayout { blocks }, at)
+}
+
 /// Who times a choice under test ([`from_two_roots`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Timer {
@@ -638,20 +651,11 @@ fn gathers_put_every_block_in_place_across_many_calls() {
 fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
     use super::gatherv_shm::{self as gatherv, Gather};
     use crate::adapt::choice::EXPLORE;
-    use crate::core::call::GatherLayout;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
         // 256-511 B blocks go through the areas, 2-4 KiB direct.
         let base = if (call / p.min(2)).is_multiple_of(2) { TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
-        let mut at = 0;
-        let blocks = (0..p)
-            .map(|_| {
-                let len = base + plan.below(base);
-                at += len;
-                (at - len, len)
-            })
-            .collect();
-        let layout = GatherLayout { blocks };
+        let (layout, at) = packed((0..p).map(|_| base + plan.below(base)));
         let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
         let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
         let mut recv = vec![0xEE; if rank == root { at } else { 0 }];
@@ -747,15 +751,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                     Coll::Gatherv => {
                         for (call, (base, root)) in gatherv_plan.into_iter().enumerate() {
                             let in_place = call % 2 == 1;
-                            let mut at = 0;
-                            let blocks = (0..p)
-                                .map(|r| {
-                                    let len = base + r * 8;
-                                    at += len;
-                                    (at - len, len)
-                                })
-                                .collect();
-                            let layout = GatherLayout { blocks };
+                            let (layout, at) = packed((0..p).map(|r| base + r * 8));
                             let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
                             let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
                             let mut recv = vec![0xEE; if rank == root { at } else { 0 }];
