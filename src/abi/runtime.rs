@@ -38,6 +38,9 @@ pub(super) fn get() -> &'static Runtime {
     let runtime = RUNTIME.get_or_init(|| {
         Config::from_env().map(|cfg| {
             init_logging(&cfg);
+            for warning in &cfg.warnings {
+                log::warn!("{warning}");
+            }
             install_finalize_hook(false);
             log::info!("pcoll {} active, configuration {:?}", env!("CARGO_PKG_VERSION"), cfg);
             Runtime::new(cfg)

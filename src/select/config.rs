@@ -1,8 +1,13 @@
 //! Configuration from the environment, read once per process.
 //!
-//! Every `PCOLL_*` variable is checked: a bad value, or a variable pcoll
-//! does not know (most likely a typo), is an error that names the variable,
-//! the value and what is accepted. Nothing is silently ignored.
+//! Only `PCOLL_*` names are looked at, and the environment is not assumed
+//! to be UTF-8. A bad value of a variable pcoll knows (one that is not
+//! UTF-8 included) is an error that names the variable, the value and
+//! what is accepted. A `PCOLL_*` name pcoll does not know (most likely a
+//! typo) is a warning that suggests the nearest known name; the names
+//! pcoll's own scripts read are ignored silently. PCOLL_ENABLE=0 reads
+//! nothing else. The settings that ranks must share leave a
+//! [`Fingerprint`], which they compare at MPI_Init.
 
 use super::rules::{self, parse_target, Rules, Target};
 use crate::algos::node::Sizes;
@@ -11,7 +16,9 @@ use crate::core::types::Coll;
 use crate::shm::prefetch::Ahead;
 use crate::shm::segment::Geometry;
 use crate::shm::team::NodeSettings;
+use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
 
 /// How one collective is run.
 #[derive(Clone, Debug)]
@@ -230,6 +237,12 @@ pub struct Config {
     /// PCOLL_CALIBRATE: measure the cost model's parameters at MPI_Init.
     pub calibrate: bool,
     pub shm: ShmConfig,
+    /// What ranks compare to find they were started with different
+    /// settings.
+    pub fingerprint: Fingerprint,
+    /// About the environment, for the log at start-up: `PCOLL_*` names
+    /// pcoll does not know, with the nearest one it does.
+    pub warnings: Vec<String>,
 }
 
 impl Default for Config {
@@ -247,6 +260,8 @@ impl Default for Config {
             gatherv_mode: GathervMode::Conservative,
             calibrate: false,
             shm: ShmConfig::default(),
+            fingerprint: Fingerprint::default(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -308,147 +323,294 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_ADAPT",
 ];
 
+/// `PCOLL_*` names that pcoll's own scripts read (`scripts/bench.sh`: the
+/// library to run under each MPI). Launchers forward them to the ranks,
+/// where they are neither settings nor typos: ignored without a word.
+pub const SCRIPT_VARIABLES: &[&str] = &["PCOLL_LIB_MPICH", "PCOLL_LIB_OPENMPI"];
+
+/// Settings that only concern this rank's own output, so ranks may differ
+/// in them: not part of the [`Fingerprint`].
+const RANK_LOCAL: &[&str] = &["PCOLL_LOG"];
+
 impl Config {
-    /// Reads the process environment.
+    /// Reads the process environment (its `PCOLL_*` names only, whatever
+    /// the encoding of the others).
     pub fn from_env() -> Result<Config, ConfigError> {
-        let vars: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("PCOLL_")).collect();
-        Config::from_vars(&vars)
+        Config::from_os(std::env::vars_os())
     }
 
     /// Parses `PCOLL_*` variables given as (name, value) pairs.
     pub fn from_vars(vars: &[(String, String)]) -> Result<Config, ConfigError> {
-        let mut cfg = Config::default();
-        for (var, value) in vars {
-            let err = |problem: Option<String>, accepted: String| ConfigError {
-                var: var.clone(),
-                value: value.clone(),
-                problem,
-                accepted,
-            };
-            match var.as_str() {
-                "PCOLL_ENABLE" => cfg.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_STATS" => cfg.stats |= parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_STATS_FILE" => {
-                    if value.trim().is_empty() {
-                        return Err(err(Some("empty".into()), "a file path".into()));
-                    }
-                    cfg.stats_file = Some(value.trim().into());
-                    cfg.stats = true;
-                }
-                "PCOLL_VERIFY" => {
-                    cfg.verify = match value.trim() {
-                        "0" => None,
-                        "1" => Some(VerifyMode::Report),
-                        "abort" => Some(VerifyMode::Abort),
-                        _ => return Err(err(None, "0, 1, abort".into())),
-                    }
-                }
-                "PCOLL_REPRODUCIBLE" => cfg.reproducible = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_CALIBRATE" => cfg.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_SHM" => cfg.shm.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_SHM_ZCOPY" => cfg.shm.zcopy = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_RANKS_PER_NODE" => {
-                    cfg.shm.ranks_per_node =
-                        Some(parse_size(value, 1, 1 << 20).ok_or_else(|| err(None, "1..1048576".into()))?)
-                }
-                "PCOLL_LEADERS" => {
-                    cfg.shm.leaders = Some(parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?)
-                }
-                "PCOLL_SHM_CHUNK" => {
-                    cfg.shm.chunk = parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
-                }
-                "PCOLL_SHM_ALLREDUCE_CHUNK" => {
-                    cfg.shm.allreduce_chunk =
-                        parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
-                }
-                "PCOLL_SHM_ADAPT" => cfg.shm.adapt = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-                "PCOLL_SHM_SLOTS" => {
-                    cfg.shm.slots = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
-                }
-                "PCOLL_SHM_FRAGMENT" => {
-                    cfg.shm.fragment =
-                        parse_size(value, 0, 16 << 20).ok_or_else(|| err(None, "0 (model) or 1..16M".into()))?
-                }
-                "PCOLL_SHM_SETS" => {
-                    cfg.shm.sets = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
-                }
-                "PCOLL_SHM_TREE" => {
-                    cfg.shm.tree = match value.trim() {
-                        "flat" => ShmTree::Flat,
-                        "chain" => ShmTree::Chain,
-                        "kary" => ShmTree::Kary,
-                        "knomial" => ShmTree::Knomial,
-                        _ => return Err(err(None, "flat, chain, kary, knomial".into())),
-                    }
-                }
-                "PCOLL_SHM_TREE_K" => {
-                    cfg.shm.tree_k = parse_size(value, 2, 64).ok_or_else(|| err(None, "2..64".into()))?
-                }
-                "PCOLL_SHM_STREAM" => {
-                    cfg.shm.stream_from =
-                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
-                }
-                "PCOLL_SHM_STREAM_OUT" => {
-                    cfg.shm.stream_out_from =
-                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
-                }
-                "PCOLL_SHM_PREFETCH_OUT" => {
-                    cfg.shm.prefetch_out_from =
-                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
-                }
-                "PCOLL_SHM_GATHERV_COPY_IN" => {
-                    cfg.shm.gatherv_copy_in_up_to =
-                        parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (none) or 1..1G".into()))?
-                }
-                "PCOLL_SHM_BCAST_TIMED" => {
-                    cfg.shm.bcast_timed_from = parse_size(value, 1, 1 << 30).ok_or_else(|| err(None, "1..1G".into()))?
-                }
-                "PCOLL_GATHERV_MODE" => {
-                    cfg.gatherv_mode = match value.trim() {
-                        "conservative" => GathervMode::Conservative,
-                        "aggressive" => GathervMode::Aggressive,
-                        _ => return Err(err(None, "conservative, aggressive".into())),
-                    }
-                }
-                "PCOLL_TUNE" => {
-                    cfg.tune = Some(
-                        Rules::parse(value, "PCOLL_TUNE")
-                            .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
-                    )
-                }
-                "PCOLL_TUNE_FILE" => {
-                    let text = std::fs::read_to_string(value.trim())
-                        .map_err(|e| err(Some(format!("cannot read it: {e}")), "a readable rules file".into()))?;
-                    cfg.tune_file = Some(
-                        Rules::parse(&text, value.trim())
-                            .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
-                    )
-                }
-                "PCOLL_LOG" => {
-                    cfg.log = LogLevel::NAMES
-                        .iter()
-                        .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
-                        .map(|&(_, level)| level)
-                        .ok_or_else(|| {
-                            let names: Vec<&str> = LogLevel::NAMES.iter().map(|(n, _)| *n).collect();
-                            err(None, names.join(", "))
-                        })?
-                }
-                _ => match Coll::ALL.into_iter().find(|c| c.env_var() == var) {
-                    Some(coll) => {
-                        cfg.choices[coll.index()] =
-                            parse_choice(coll, value).map_err(|problem| err(problem, accepted_choices(coll)))?
-                    }
-                    None => {
-                        return Err(err(
-                            Some("pcoll has no such variable".into()),
-                            format!("variables {}", VARIABLES.join(", ")),
-                        ))
-                    }
-                },
+        Config::from_os(vars.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))))
+    }
+
+    /// Parses an environment: the variables named `PCOLL_*`, in the order
+    /// of their names (none depends on another's order), PCOLL_ENABLE
+    /// first; with PCOLL_ENABLE=0 nothing else.
+    pub fn from_os(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Result<Config, ConfigError> {
+        let mut known = Vec::new();
+        let mut unknown = Vec::new();
+        for (name, value) in vars {
+            if !name.as_bytes().starts_with(b"PCOLL_") {
+                continue;
+            }
+            match VARIABLES.iter().find(|v| OsStr::new(v) == name) {
+                Some(&var) => known.push((var, value)),
+                None if SCRIPT_VARIABLES.iter().any(|v| OsStr::new(v) == name) => {}
+                None => unknown.push(name.to_string_lossy().into_owned()),
             }
         }
+        known.sort_by_key(|&(var, _)| (var != "PCOLL_ENABLE", var));
+        let mut cfg = Config::default();
+        let default = format!("{cfg:?}");
+        for (var, value) in &known {
+            let value = value.to_str().ok_or_else(|| ConfigError {
+                var: var.to_string(),
+                value: value.to_string_lossy().into_owned(),
+                problem: Some("not valid UTF-8".into()),
+                accepted: "UTF-8 text (see the README for the values)".into(),
+            })?;
+            cfg.set(var, value)?;
+            // this variable's effect alone, as every rank computes it
+            let mut alone = Config::default();
+            alone.set(var, value)?;
+            let effect = format!("{alone:?}");
+            if effect != default && !RANK_LOCAL.contains(var) {
+                cfg.fingerprint.record(var, value, fnv1a(effect.as_bytes()));
+            }
+            if !cfg.enable {
+                return Ok(cfg);
+            }
+        }
+        cfg.warnings = unknown.iter().map(|name| unknown_variable(name)).collect();
         Ok(cfg)
+    }
+
+    /// Applies one known variable.
+    fn set(&mut self, var: &str, value: &str) -> Result<(), ConfigError> {
+        let err = |problem: Option<String>, accepted: String| ConfigError {
+            var: var.to_string(),
+            value: value.to_string(),
+            problem,
+            accepted,
+        };
+        match var {
+            "PCOLL_ENABLE" => self.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_STATS" => self.stats |= parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_STATS_FILE" => {
+                if value.trim().is_empty() {
+                    return Err(err(Some("empty".into()), "a file path".into()));
+                }
+                self.stats_file = Some(value.trim().into());
+                self.stats = true;
+            }
+            "PCOLL_VERIFY" => {
+                self.verify = match value.trim() {
+                    "0" => None,
+                    "1" => Some(VerifyMode::Report),
+                    "abort" => Some(VerifyMode::Abort),
+                    _ => return Err(err(None, "0, 1, abort".into())),
+                }
+            }
+            "PCOLL_REPRODUCIBLE" => self.reproducible = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_CALIBRATE" => self.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_SHM" => self.shm.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_SHM_ZCOPY" => self.shm.zcopy = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_RANKS_PER_NODE" => {
+                self.shm.ranks_per_node =
+                    Some(parse_size(value, 1, 1 << 20).ok_or_else(|| err(None, "1..1048576".into()))?)
+            }
+            "PCOLL_LEADERS" => {
+                self.shm.leaders = Some(parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?)
+            }
+            "PCOLL_SHM_CHUNK" => {
+                self.shm.chunk = parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
+            }
+            "PCOLL_SHM_ALLREDUCE_CHUNK" => {
+                self.shm.allreduce_chunk =
+                    parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
+            }
+            "PCOLL_SHM_ADAPT" => self.shm.adapt = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_SHM_SLOTS" => {
+                self.shm.slots = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
+            }
+            "PCOLL_SHM_FRAGMENT" => {
+                self.shm.fragment =
+                    parse_size(value, 0, 16 << 20).ok_or_else(|| err(None, "0 (model) or 1..16M".into()))?
+            }
+            "PCOLL_SHM_SETS" => {
+                self.shm.sets = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
+            }
+            "PCOLL_SHM_TREE" => {
+                self.shm.tree = match value.trim() {
+                    "flat" => ShmTree::Flat,
+                    "chain" => ShmTree::Chain,
+                    "kary" => ShmTree::Kary,
+                    "knomial" => ShmTree::Knomial,
+                    _ => return Err(err(None, "flat, chain, kary, knomial".into())),
+                }
+            }
+            "PCOLL_SHM_TREE_K" => {
+                self.shm.tree_k = parse_size(value, 2, 64).ok_or_else(|| err(None, "2..64".into()))?
+            }
+            "PCOLL_SHM_STREAM" => {
+                self.shm.stream_from =
+                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
+            }
+            "PCOLL_SHM_STREAM_OUT" => {
+                self.shm.stream_out_from =
+                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
+            }
+            "PCOLL_SHM_PREFETCH_OUT" => {
+                self.shm.prefetch_out_from =
+                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
+            }
+            "PCOLL_SHM_GATHERV_COPY_IN" => {
+                self.shm.gatherv_copy_in_up_to =
+                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (none) or 1..1G".into()))?
+            }
+            "PCOLL_SHM_BCAST_TIMED" => {
+                self.shm.bcast_timed_from = parse_size(value, 1, 1 << 30).ok_or_else(|| err(None, "1..1G".into()))?
+            }
+            "PCOLL_GATHERV_MODE" => {
+                self.gatherv_mode = match value.trim() {
+                    "conservative" => GathervMode::Conservative,
+                    "aggressive" => GathervMode::Aggressive,
+                    _ => return Err(err(None, "conservative, aggressive".into())),
+                }
+            }
+            "PCOLL_TUNE" => {
+                self.tune = Some(
+                    Rules::parse(value, "PCOLL_TUNE")
+                        .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
+                )
+            }
+            "PCOLL_TUNE_FILE" => {
+                let text = std::fs::read_to_string(value.trim())
+                    .map_err(|e| err(Some(format!("cannot read it: {e}")), "a readable rules file".into()))?;
+                self.tune_file = Some(
+                    Rules::parse(&text, value.trim())
+                        .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
+                )
+            }
+            "PCOLL_LOG" => {
+                self.log = LogLevel::NAMES
+                    .iter()
+                    .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
+                    .map(|&(_, level)| level)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = LogLevel::NAMES.iter().map(|(n, _)| *n).collect();
+                        err(None, names.join(", "))
+                    })?
+            }
+            _ => match Coll::ALL.into_iter().find(|c| c.env_var() == var) {
+                Some(coll) => {
+                    self.choices[coll.index()] =
+                        parse_choice(coll, value).map_err(|problem| err(problem, accepted_choices(coll)))?
+                }
+                None => {
+                    return Err(err(
+                        Some("pcoll has no such variable".into()),
+                        format!("variables {}", VARIABLES.join(", ")),
+                    ))
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+/// The warning for a `PCOLL_*` name pcoll does not know: it is ignored,
+/// and the nearest known name, if near enough to be the one meant (edit
+/// distance at most a third of the part after `PCOLL_`, case aside), is
+/// suggested.
+pub fn unknown_variable(name: &str) -> String {
+    let upper = name.to_ascii_uppercase();
+    let suffix = upper.len().saturating_sub("PCOLL_".len());
+    let nearest = VARIABLES.iter().map(|v| (edit_distance(&upper, v), v)).min_by_key(|&(d, _)| d);
+    match nearest {
+        Some((d, var)) if 3 * d <= suffix.max(3) => {
+            format!("{name} is not a pcoll variable and is ignored; did you mean {var}?")
+        }
+        _ => format!("{name} is not a pcoll variable and is ignored (the README lists them)"),
+    }
+}
+
+/// Levenshtein distance, by bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(x != y)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// FNV-1a, 64 bits: the same on every rank, whatever the process.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// The settings that ranks must share, as ranks compare them at MPI_Init:
+/// per variable of [`VARIABLES`], a digest of the effect its value has on
+/// the configuration (0 where it has none: unset, or the default's value
+/// in whatever spelling; also for PCOLL_LOG, which only concerns this
+/// rank's output), and the value as given, for the message if ranks
+/// differ.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    digests: Vec<u64>,
+    values: Vec<Option<String>>,
+}
+
+impl Default for Fingerprint {
+    fn default() -> Fingerprint {
+        Fingerprint { digests: vec![0; VARIABLES.len()], values: vec![None; VARIABLES.len()] }
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.hash())
+    }
+}
+
+impl Fingerprint {
+    fn record(&mut self, var: &str, value: &str, digest: u64) {
+        let i = VARIABLES.iter().position(|v| *v == var).expect("a known variable");
+        // never 0, which stands for "no effect"
+        (self.digests[i], self.values[i]) = (digest | 1, Some(value.to_string()));
+    }
+
+    /// One digest per variable of [`VARIABLES`], in its order.
+    pub fn digests(&self) -> &[u64] {
+        &self.digests
+    }
+
+    /// All the digests in one word: equal on two ranks (but for a
+    /// collision) exactly when their settings are.
+    pub fn hash(&self) -> u64 {
+        fnv1a(&self.digests.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())
+    }
+
+    /// The value this rank was given for variable `index` of
+    /// [`VARIABLES`], if it has an effect.
+    pub fn value(&self, index: usize) -> Option<&str> {
+        self.values[index].as_deref()
+    }
+
+    /// The variables (indices into [`VARIABLES`]) whose digests differ
+    /// among `all`, every rank's [`Fingerprint::digests`] one after the
+    /// other.
+    pub fn differing(all: &[u64]) -> Vec<usize> {
+        let ranks: Vec<&[u64]> = all.chunks_exact(VARIABLES.len()).collect();
+        (0..VARIABLES.len()).filter(|&i| ranks.iter().any(|r| r[i] != ranks[0][i])).collect()
     }
 }
 
@@ -524,9 +686,9 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        let cfg = parse(&[("PCOLL_BCAST", "mpi"), ("PCOLL_ENABLE", "0"), ("PCOLL_LOG", "DEBUG")]).unwrap();
+        let cfg = parse(&[("PCOLL_BCAST", "mpi"), ("PCOLL_ENABLE", "1"), ("PCOLL_LOG", "DEBUG")]).unwrap();
         assert!(matches!(cfg.choices[Coll::Bcast.index()], Choice::Mpi));
-        assert!(!cfg.enable);
+        assert!(cfg.enable);
         assert_eq!(cfg.log, LogLevel::Debug);
     }
 
@@ -598,12 +760,11 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_and_unknown_variables_are_refused() {
+    fn bad_values_are_refused() {
         for (var, value) in [
             ("PCOLL_ENABLE", "yes"),
             ("PCOLL_STATS", "2"),
             ("PCOLL_LOG", "loud"),
-            ("PCOLL_ALREDUCE", "auto"),
             ("PCOLL_RANKS_PER_NODE", "0"),
             ("PCOLL_SHM_CHUNK", "1K"),
             ("PCOLL_SHM_TREE", "star"),
@@ -666,5 +827,168 @@ mod tests {
             let err = parse(&[(var, value)]).unwrap_err();
             assert_eq!((err.var.as_str(), err.value.as_str(), err.accepted.as_str()), (var, value, accepted));
         }
+    }
+
+    /// An environment as the process gets it: names and values of bytes.
+    fn parse_os(pairs: &[(&[u8], &[u8])]) -> Result<Config, ConfigError> {
+        Config::from_os(pairs.iter().map(|(k, v)| (OsStr::from_bytes(k).to_owned(), OsStr::from_bytes(v).to_owned())))
+    }
+
+    #[test]
+    fn values_that_are_not_utf8() {
+        // another program's variable: none of pcoll's business
+        let cfg = parse_os(&[(b"LANGUAGE_JUNK", b"caf\xe9"), (b"PCOLL_SHM", b"0")]).unwrap();
+        assert!(!cfg.shm.enable);
+        // a setting's: an invalid value of that setting, named
+        let err = parse_os(&[(b"PCOLL_SHM_CHUNK", b"64K\xff")]).unwrap_err();
+        assert_eq!((err.var.as_str(), err.value.as_str()), ("PCOLL_SHM_CHUNK", "64K\u{fffd}"));
+        assert_eq!(err.problem.as_deref(), Some("not valid UTF-8"));
+        assert!(err.to_string().starts_with("invalid PCOLL_SHM_CHUNK="), "{err}");
+        // a name that is not UTF-8 is no name pcoll knows
+        let cfg = parse_os(&[(b"PCOLL_\xffSHM", b"0")]).unwrap();
+        assert!(cfg.shm.enable);
+        assert_eq!(cfg.warnings.len(), 1, "{:?}", cfg.warnings);
+        assert!(cfg.warnings[0].starts_with("PCOLL_\u{fffd}SHM is not a pcoll variable"), "{:?}", cfg.warnings);
+    }
+
+    #[test]
+    fn unknown_names_are_warnings_with_the_nearest_name() {
+        let cfg = parse(&[("PCOLL_ALREDUCE", "ring"), ("PCOLL_BCAST", "mpi")]).unwrap();
+        assert!(matches!(cfg.choices[Coll::Bcast.index()], Choice::Mpi), "the others still apply");
+        assert!(matches!(cfg.choices[Coll::Allreduce.index()], Choice::Auto));
+        assert_eq!(
+            cfg.warnings,
+            ["PCOLL_ALREDUCE is not a pcoll variable and is ignored; did you mean PCOLL_ALLREDUCE?"]
+        );
+        for (name, meant) in [
+            ("PCOLL_shm_zcopy", "PCOLL_SHM_ZCOPY"),
+            ("PCOLL_SHM_ZEROCOPY", "PCOLL_SHM_ZCOPY"),
+            ("PCOLL_STAT", "PCOLL_STATS"),
+            ("PCOLL_RANKS_PER_NODES", "PCOLL_RANKS_PER_NODE"),
+            ("PCOLL_VERIFI", "PCOLL_VERIFY"),
+        ] {
+            let cfg = parse(&[(name, "1")]).unwrap();
+            assert_eq!(cfg.warnings, [format!("{name} is not a pcoll variable and is ignored; did you mean {meant}?")]);
+        }
+        // nothing near enough: no guess
+        for name in ["PCOLL_FOO", "PCOLL_VERBOSE", "PCOLL_"] {
+            let cfg = parse(&[(name, "1")]).unwrap();
+            assert_eq!(
+                cfg.warnings,
+                [format!("{name} is not a pcoll variable and is ignored (the README lists them)")]
+            );
+        }
+        // the names pcoll's own scripts read: silent
+        let cfg = parse(&[("PCOLL_LIB_MPICH", "/x/libpcoll.so"), ("PCOLL_LIB_OPENMPI", "/y/libpcoll.so")]).unwrap();
+        assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+        assert_eq!(cfg.fingerprint, Fingerprint::default());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn disabled_reads_nothing_else() {
+        let others: &[(&[u8], &[u8])] = &[
+            (b"PCOLL_SHM", b"bogus"),
+            (b"PCOLL_ALLREDUCE", b"bogus"),
+            (b"PCOLL_BCAST", b"\xff"),
+            (b"PCOLL_TUNE_FILE", b"/nonexistent/pcoll.rules"),
+            (b"PCOLL_ALREDUCE", b"ring"),
+        ];
+        let mut vars = others.to_vec();
+        vars.push((b"PCOLL_ENABLE", b"0"));
+        let cfg = parse_os(&vars).unwrap();
+        assert!(!cfg.enable);
+        assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+        assert!(cfg.shm.enable && cfg.tune_file.is_none());
+        // enabled, each of them stops it (or warns)
+        vars.pop();
+        vars.push((b"PCOLL_ENABLE", b"1"));
+        for bad in &vars[..4] {
+            let err = parse_os(&[*bad, (b"PCOLL_ENABLE", b"1")]).unwrap_err();
+            assert_eq!(err.var.as_bytes(), bad.0);
+        }
+        // and PCOLL_ENABLE itself is checked
+        assert_eq!(parse_os(&[(b"PCOLL_ENABLE", b"\xff0")]).unwrap_err().var, "PCOLL_ENABLE");
+    }
+
+    /// A valid value of each variable that has an effect (PCOLL_TUNE_FILE's
+    /// file made in `dir`).
+    fn effective_values(dir: &std::path::Path) -> Vec<(&'static str, String)> {
+        let rules = dir.join("fingerprint.rules");
+        std::fs::write(&rules, "allreduce p=2 ring\n").unwrap();
+        let mut values: Vec<(&str, String)> = [
+            ("PCOLL_ENABLE", "0"),
+            ("PCOLL_ALLREDUCE", "mpi"),
+            ("PCOLL_REDUCE", "mpi"),
+            ("PCOLL_BCAST", "mpi"),
+            ("PCOLL_GATHERV", "mpi"),
+            ("PCOLL_GATHERV_MODE", "aggressive"),
+            ("PCOLL_TUNE", "allreduce p=2 ring"),
+            ("PCOLL_STATS", "1"),
+            ("PCOLL_STATS_FILE", "s.txt"),
+            ("PCOLL_VERIFY", "1"),
+            ("PCOLL_REPRODUCIBLE", "1"),
+            ("PCOLL_CALIBRATE", "1"),
+            ("PCOLL_SHM", "0"),
+            ("PCOLL_SHM_ZCOPY", "0"),
+            ("PCOLL_RANKS_PER_NODE", "2"),
+            ("PCOLL_LEADERS", "2"),
+            ("PCOLL_SHM_CHUNK", "128K"),
+            ("PCOLL_SHM_SLOTS", "8"),
+            ("PCOLL_SHM_FRAGMENT", "4K"),
+            ("PCOLL_SHM_SETS", "4"),
+            ("PCOLL_SHM_TREE", "flat"),
+            ("PCOLL_SHM_TREE_K", "8"),
+            ("PCOLL_SHM_STREAM", "0"),
+            ("PCOLL_SHM_STREAM_OUT", "0"),
+            ("PCOLL_SHM_PREFETCH_OUT", "0"),
+            ("PCOLL_SHM_GATHERV_COPY_IN", "0"),
+            ("PCOLL_SHM_BCAST_TIMED", "1M"),
+            ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),
+            ("PCOLL_SHM_ADAPT", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
+        values.push(("PCOLL_TUNE_FILE", rules.to_str().unwrap().to_string()));
+        values
+    }
+
+    #[test]
+    fn the_fingerprint_tells_each_variable_apart() {
+        let dir = std::env::temp_dir().join(format!("pcoll-fingerprint-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let values = effective_values(&dir);
+        let default = parse(&[]).unwrap().fingerprint;
+        assert_eq!(default.digests(), vec![0; VARIABLES.len()]);
+        for var in VARIABLES {
+            let setting = values.iter().find(|(v, _)| v == var);
+            let Some((_, value)) = setting else {
+                assert_eq!(*var, "PCOLL_LOG", "every variable but PCOLL_LOG has a value above");
+                continue;
+            };
+            let fp = parse(&[(var, value)]).unwrap().fingerprint;
+            assert_ne!(fp.hash(), default.hash(), "{var}={value}");
+            let both: Vec<u64> = [default.digests(), fp.digests()].concat();
+            let i = VARIABLES.iter().position(|v| v == var).unwrap();
+            assert_eq!(Fingerprint::differing(&both), [i], "{var}={value}");
+            assert_eq!((fp.value(i), default.value(i)), (Some(value.as_str()), None));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        // the effect counts, not the spelling; PCOLL_LOG only concerns this rank
+        for same in [
+            &[("PCOLL_SHM_CHUNK", "64K")][..],
+            &[("PCOLL_SHM_CHUNK", " 65536")],
+            &[("PCOLL_SHM", "1"), ("PCOLL_ENABLE", "1"), ("PCOLL_ALLREDUCE", "auto")],
+            &[("PCOLL_LOG", "debug")],
+            &[("PCOLL_ALREDUCE", "ring"), ("PCOLL_LIB_MPICH", "x")],
+        ] {
+            assert_eq!(parse(same).unwrap().fingerprint.hash(), default.hash(), "{same:?}");
+        }
+        // values that differ between set ones
+        let a = parse(&[("PCOLL_SHM_CHUNK", "128K"), ("PCOLL_SHM", "0")]).unwrap().fingerprint;
+        let b = parse(&[("PCOLL_SHM_CHUNK", "256K"), ("PCOLL_SHM", "0")]).unwrap().fingerprint;
+        let chunk = VARIABLES.iter().position(|v| *v == "PCOLL_SHM_CHUNK").unwrap();
+        assert_eq!(Fingerprint::differing(&[a.digests(), a.digests(), b.digests()].concat()), [chunk]);
     }
 }
