@@ -8,7 +8,7 @@
 use super::comm;
 use super::host::Mpi;
 use crate::driver::host::check;
-use crate::driver::runtime::{report_at_finalize, say, Runtime};
+use crate::driver::runtime::{agree_on_settings, report_at_finalize, say, Runtime};
 use crate::driver::Host;
 use crate::select::config::{Config, ConfigError};
 use mpi_sys::*;
@@ -77,11 +77,15 @@ fn init_logging(cfg: &Config) {
 
 /// What pcoll does once MPI_Init or MPI_Init_thread succeeded: install the
 /// finalize hook on every rank, read the configuration (so that an invalid
-/// one stops the job here, before the program's first collective) and,
-/// with PCOLL_CALIBRATE=1, calibrate.
+/// one stops the job here, before the program's first collective), check
+/// that every rank holds the same (or stop the job naming what differs)
+/// and, with PCOLL_CALIBRATE=1, calibrate.
 pub(super) fn after_init() {
     install_finalize_hook(true);
     let rt = get();
+    if let Err(text) = agree_on_settings(&Mpi, &rt.cfg.fingerprint) {
+        abort_job(&text);
+    }
     if rt.cfg.calibrate && rt.cfg.enable {
         Mpi::with_thread(|t| crate::driver::calibrate::calibrate(&Mpi, t));
     }

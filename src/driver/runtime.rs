@@ -5,7 +5,7 @@
 use super::stats::{Stats, Summary};
 use super::Host;
 use crate::core::types::Coll;
-use crate::select::config::{accepted_choices, parse_choice, Choice, Config};
+use crate::select::config::{accepted_choices, parse_choice, Choice, Config, Fingerprint, VARIABLES};
 use std::any::Any;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -93,6 +93,44 @@ pub fn set_choice(coll: Coll, value: &str) -> Result<(), String> {
     // Release: the Choice is fully built before a reader acquires the pointer.
     OVERRIDES[coll.index()].store(ptr.cast_mut(), Ordering::Release);
     Ok(())
+}
+
+/// At MPI_Init: whether every rank of MPI_COMM_WORLD holds the same
+/// settings (collective over it). Ranks that differ would run different
+/// algorithms, or the same with different segments, and hang or corrupt
+/// each other's data; so the answer is a message that names the variables
+/// that differ, this rank's values and the ranks that hold others. One
+/// word per rank in the usual case (every hash equal); only if hashes
+/// differ, each variable's digest. A failing host collective skips the
+/// check.
+pub fn agree_on_settings<H: Host>(host: &H, mine: &Fingerprint) -> Result<(), String> {
+    let world = host.world();
+    let Ok(hashes) = host.allgather_words(world, &[mine.hash()]) else { return Ok(()) };
+    if hashes.iter().all(|&h| h == hashes[0]) {
+        return Ok(());
+    }
+    let Ok(all) = host.allgather_words(world, mine.digests()) else { return Ok(()) };
+    let rank = host.world_rank();
+    let differing: Vec<String> = Fingerprint::differing(&all)
+        .into_iter()
+        .map(|i| {
+            let others: Vec<usize> = all
+                .chunks_exact(VARIABLES.len())
+                .enumerate()
+                .filter(|(_, theirs)| theirs[i] != all[rank * VARIABLES.len() + i])
+                .map(|(r, _)| r)
+                .collect();
+            let listed: Vec<String> = others.iter().take(8).map(|r| r.to_string()).collect();
+            let more = if others.len() > 8 { format!(" and {} more", others.len() - 8) } else { String::new() };
+            let here = mine.value(i).map_or("unset or the default".to_string(), |v| format!("{v:?}"));
+            format!("{} (rank {rank}: {here}; another value at rank(s) {}{more})", VARIABLES[i], listed.join(", "))
+        })
+        .collect();
+    Err(format!(
+        "pcoll: the ranks were started with different settings, which would make their collectives disagree \
+         or hang: {}; give every rank the same PCOLL_* settings\n",
+        differing.join("; ")
+    ))
 }
 
 /// Writes `text` to stderr in one call, so that a job abort cannot cut it

@@ -112,8 +112,10 @@ pub struct World {
     windows_made: Mutex<HashMap<(Comm, usize), usize>>,
     pub windows_created: AtomicUsize,
     windows_freed: Mutex<Vec<(usize, usize)>>,
-    /// Control broadcasts so far, by communicator.
+    /// Control broadcasts so far, by communicator; allgathers of words by
+    /// any rank.
     bcasts: Mutex<HashMap<Comm, usize>>,
+    pub allgathers: AtomicUsize,
     /// Calls a user operator made from inside pcoll, handed to the host.
     pub nested_forwards: AtomicUsize,
     /// The host's collectives give a wrong answer (for PCOLL_VERIFY).
@@ -150,6 +152,7 @@ impl World {
             windows_freed: Mutex::default(),
             registry: States::new(),
             bcasts: Mutex::default(),
+            allgathers: AtomicUsize::new(0),
             nested_forwards: AtomicUsize::new(0),
             wrong_reference: AtomicBool::new(false),
         }))
@@ -450,6 +453,7 @@ impl Host for TestHost {
     }
 
     fn allgather_words(&self, comm: Comm, mine: &[u64]) -> Result<Vec<u64>, Code> {
+        self.world.allgathers.fetch_add(1, Ordering::Relaxed);
         let size = self.members(comm).len();
         (0..size).for_each(|r| self.post(CONTROL, comm, r, bytes_of_words(mine)));
         Ok((0..size).flat_map(|r| words_of(&self.take(CONTROL, comm, r))).collect())

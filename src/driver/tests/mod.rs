@@ -6,6 +6,7 @@
 
 mod host;
 mod node;
+mod settings;
 mod window;
 
 use super::classify::reduce_local;
