@@ -786,10 +786,11 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
 
 
-# pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n> (src/shm/os.rs,
-# segment_name); in /proc/<pid>/maps a mapped one reads /dev/shm/pcoll-...
+# pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n>-<16 random hex
+# digits> (src/shm/os.rs, segment_name); in /proc/<pid>/maps a mapped one
+# reads /dev/shm/pcoll-...
 SHM_DIR = "/dev/shm"
-SEGMENT = re.compile(r"^pcoll-(\d+)-\d+$")
+SEGMENT = re.compile(r"^pcoll-(\d+)-\d+-[0-9a-f]{16}$")
 SEGMENT_MARKER = SHM_DIR + "/pcoll-"
 SHM_EXIT_MAPPED = "segments mapped on every rank"
 

@@ -4,8 +4,10 @@
 //! (`driver::node`) decides who creates, who opens and when, and agrees
 //! on the outcome.
 //!
-//! The segment: local rank 0 creates a POSIX shared-memory object, the
-//! others open it, all map it with read-ahead off (`MADV_RANDOM`) while
+//! The segment: local rank 0 creates a POSIX shared-memory object under a
+//! name with random bytes from the kernel (so another local user cannot
+//! create it first; a name that is taken all the same is retried with a
+//! new one), the others open it, all map it with read-ahead off (`MADV_RANDOM`) while
 //! each rank first-touches its own block, so that its pages are placed on
 //! that rank's NUMA node (checked with `move_pages` and logged); the name
 //! is unlinked as soon as every rank has mapped it, so nothing is left in
@@ -35,12 +37,11 @@ impl NodeOs for Linux {
     }
 
     fn create(&self, geo: Geometry) -> Option<(SegmentName, Mapping)> {
-        let name = segment_name();
-        map(&name, geo, true).map(|mapping| (name, mapping))
+        create_fresh(geo, segment_name)
     }
 
     fn open(&self, name: &SegmentName, geo: Geometry) -> Option<Mapping> {
-        map(name, geo, false)
+        map(name, geo, false).map_err(|e| log::warn!("node layer: {e}")).ok()
     }
 
     fn place(&self, mapping: &Mapping, local: usize) {
@@ -117,48 +118,107 @@ impl Mapping {
 /// Distinguishes the segments one process creates.
 static SEGMENTS: AtomicU64 = AtomicU64::new(0);
 
-/// A new segment name, unique on the host (this process's pid and a
-/// counter), NUL-terminated.
+/// Names [`create_fresh`] tries before it gives up.
+const NAME_TRIES: usize = 8;
+
+/// A new segment name, NUL-terminated: this process's id and a counter
+/// (unique on the host, and telling whose a segment is) and 8 random
+/// bytes from the kernel, so that another local user cannot create the
+/// name first.
 fn segment_name() -> SegmentName {
     let mut name = [0u8; 64];
-    let text = format!("/pcoll-{}-{}", std::process::id(), SEGMENTS.fetch_add(1, Ordering::Relaxed));
+    let (pid, n) = (std::process::id(), SEGMENTS.fetch_add(1, Ordering::Relaxed));
+    let text = format!("/pcoll-{pid}-{n}-{:016x}", random_word());
     name[..text.len()].copy_from_slice(text.as_bytes());
     name
 }
 
+/// 8 random bytes: getrandom(2), or /dev/urandom where that fails (an old
+/// kernel, or an entropy pool not ready yet, which /dev/urandom does not
+/// wait for). Should both fail, the clock, and a taken name is retried.
+fn random_word() -> u64 {
+    let mut word = [0u8; 8];
+    // SAFETY: writes at most `word.len()` bytes into `word`.
+    let n = unsafe { libc::getrandom(word.as_mut_ptr().cast(), word.len(), libc::GRND_NONBLOCK) };
+    if n == word.len() as isize {
+        return u64::from_ne_bytes(word);
+    }
+    use std::io::Read;
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut word)) {
+        Ok(()) => u64::from_ne_bytes(word),
+        Err(e) => {
+            log::debug!("node layer: no random bytes from the kernel ({e}); the segment's name uses the clock");
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            now.as_nanos() as u64
+        }
+    }
+}
+
+/// The text of a segment name, for messages.
+fn name_text(name: &SegmentName) -> String {
+    String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap_or(&[])).into_owned()
+}
+
+/// Creates and maps a new segment under the first of `names` that nobody
+/// holds: a name that exists already (EEXIST: squatted, or left by a
+/// process whose pid was reused) is retried with the next, up to
+/// [`NAME_TRIES`] names; any other failure gives up at once. `None`, said
+/// in the log, if no segment was made.
+fn create_fresh(geo: Geometry, mut names: impl FnMut() -> SegmentName) -> Option<(SegmentName, Mapping)> {
+    for _ in 0..NAME_TRIES {
+        let name = names();
+        match map(&name, geo, true) {
+            Ok(mapping) => return Some((name, mapping)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                log::debug!("node layer: {} exists already; trying another name", name_text(&name))
+            }
+            Err(e) => {
+                log::warn!("node layer: {e}");
+                return None;
+            }
+        }
+    }
+    log::warn!("node layer: {NAME_TRIES} segment names in a row exist already; no segment");
+    None
+}
+
 /// Maps the named shared-memory object (`create`: new, the segment's
-/// size); `None` on failure.
-fn map(name: &SegmentName, geo: Geometry, create: bool) -> Option<Mapping> {
+/// size). The error says which step failed, and keeps the system's kind
+/// (EEXIST: the name is taken).
+fn map(name: &SegmentName, geo: Geometry, create: bool) -> Result<Mapping, std::io::Error> {
+    let failed = |step: &str| {
+        let e = std::io::Error::last_os_error();
+        std::io::Error::new(e.kind(), format!("{step} {}: {e}", name_text(name)))
+    };
     let len = geo.total_bytes();
     let flags = if create { libc::O_CREAT | libc::O_EXCL | libc::O_RDWR } else { libc::O_RDWR };
     // SAFETY: `name` is NUL-terminated; the descriptor is closed below.
     let fd = unsafe { libc::shm_open(name.as_ptr().cast(), flags, 0o600) };
     if fd < 0 {
-        log::warn!("node layer: shm_open: {}", std::io::Error::last_os_error());
-        return None;
+        return Err(failed("shm_open"));
     }
     // SAFETY: sizes the new object; maps it shared; the mapping survives the close.
     let base = unsafe {
         if create && libc::ftruncate(fd, len as libc::off_t) != 0 {
-            log::warn!("node layer: ftruncate: {}", std::io::Error::last_os_error());
+            let e = failed("ftruncate");
             libc::close(fd);
             libc::shm_unlink(name.as_ptr().cast());
-            return None;
+            return Err(e);
         }
         let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
         libc::close(fd);
         p
     };
     if base == libc::MAP_FAILED {
-        log::warn!("node layer: mmap: {}", std::io::Error::last_os_error());
+        let e = failed("mmap");
         if create {
             unlink(name);
         }
-        return None;
+        return Err(e);
     }
     // SAFETY: `base` maps `len` bytes of a new (zeroed) or sized object,
     // page-aligned, until the Mapping drops.
-    Some(Mapping { seg: unsafe { Segment::new(base.cast(), geo) }, len })
+    Ok(Mapping { seg: unsafe { Segment::new(base.cast(), geo) }, len })
 }
 
 /// Removes the name of a segment this process created.
@@ -303,4 +363,73 @@ fn probe_cma(words: &[u64]) -> bool {
         log::debug!("node layer: no zero copy ({})", std::io::Error::last_os_error());
     }
     works
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small segment of two ranks.
+    const GEO: Geometry =
+        Geometry { ranks: 2, chunk: 4096, allreduce_chunk: 4096, slots: 1, slot_bytes: 4096, sets: 1 };
+
+    /// Creates `name` as another user would, first.
+    fn squat(name: &SegmentName) {
+        // SAFETY: `name` is NUL-terminated; the descriptor is closed at once.
+        unsafe {
+            let fd = libc::shm_open(name.as_ptr().cast(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600);
+            assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+            libc::close(fd);
+        }
+    }
+
+    #[test]
+    fn names_carry_the_pid_a_counter_and_random_bytes() {
+        let (a, b) = (segment_name(), segment_name());
+        let (ta, tb) = (name_text(&a), name_text(&b));
+        assert_eq!(a[ta.len()], 0, "NUL-terminated");
+        let parts: Vec<&str> = ta.split('-').collect();
+        assert_eq!(parts.len(), 4, "{ta}");
+        assert_eq!((parts[0], parts[1]), ("/pcoll", std::process::id().to_string().as_str()));
+        assert!(parts[2].parse::<u64>().is_ok(), "{ta}");
+        assert!(parts[3].len() == 16 && parts[3].bytes().all(|c| c.is_ascii_hexdigit()), "{ta}");
+        // random parts differ, not only the counter
+        assert_ne!(parts[3], tb.rsplit('-').next().unwrap(), "{ta} {tb}");
+        assert!(ta.len() < 40, "{ta}");
+    }
+
+    #[test]
+    fn a_taken_name_is_retried_with_another() {
+        let (taken, free) = (segment_name(), segment_name());
+        squat(&taken);
+        let mut offered = vec![free, taken];
+        let (name, mapping) = create_fresh(GEO, || offered.pop().unwrap()).expect("the second name");
+        assert_eq!((name, offered.len()), (free, 0));
+        assert!(mapping.len >= GEO.total_bytes());
+        // whoever holds the taken name keeps it, untouched
+        let held = std::fs::metadata(format!("/dev/shm{}", name_text(&taken))).expect("still there");
+        assert_eq!(held.len(), 0);
+        unlink(&taken);
+        unlink(&name);
+        // every name taken: no segment, after a few tries
+        squat(&taken);
+        let mut tries = 0;
+        assert!(create_fresh(GEO, || {
+            tries += 1;
+            taken
+        })
+        .is_none());
+        assert_eq!(tries, NAME_TRIES);
+        unlink(&taken);
+        // any other failure: no retry
+        let mut bad = [0u8; 64];
+        bad[..12].copy_from_slice(b"/no/such/dir");
+        let mut tries = 0;
+        assert!(create_fresh(GEO, || {
+            tries += 1;
+            bad
+        })
+        .is_none());
+        assert_eq!(tries, 1);
+    }
 }
