@@ -198,8 +198,8 @@ done
 
 # -------------------------------------------------------------------- run
 CORES=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
-# PCOLL_LIB_* configure this script, not the library (which rejects
-# unknown PCOLL_* names): the ranks must not inherit them.
+# PCOLL_LIB_* configure this script, not the library (which ignores
+# them): the ranks need not inherit them, nor the report list them.
 unset PCOLL_LIB_MPICH PCOLL_LIB_OPENMPI
 mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' || true)
 
