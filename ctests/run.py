@@ -69,7 +69,9 @@ The Fortran programs (and t_large_count under MPICH) run with PCOLL_STATS=1
 one rank, show every collective run by a pcoll algorithm (the forced one,
 when one is forced). Then the checks of ctests/selection_checks.py
 (malformed rules, PCOLL_STATS_FILE, PCOLL_VERIFY, PCOLL_REPRODUCIBLE,
-pcoll tune).
+pcoll tune) and of ctests/env_checks.py (a variable that is not UTF-8, an
+unknown PCOLL_ name, PCOLL_ENABLE=0 with an invalid other, ranks started
+with different settings).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
@@ -96,6 +98,7 @@ import sys
 import tempfile
 import time
 
+import env_checks
 import selection_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -671,7 +674,8 @@ def run_matrix(args, res):
         if args.list:
             if have_lib:
                 log("  [extra checks] PCOLL_ALLREDUCE=bogus, PCOLL_STATS=1, link-time resolution, NEEDED of the "
-                    "Fortran programs, /dev/shm after finalize/abort/kill (one node, two nodes)")
+                    "Fortran programs, /dev/shm after finalize/abort/kill (one node, two nodes), the "
+                    "environment (not UTF-8, unknown PCOLL_ name, PCOLL_ENABLE=0, settings differing by rank)")
             for r in runs:
                 log("  [%s] %s ranks=%d cfg=%s %s %s" % (r.section, r.mode, r.nranks, r.cfg.name, r.prog, " ".join(
                     "%s=%s" % kv for kv in sorted(r.extra.items()))))
@@ -784,6 +788,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
                 "" if ok else "libpcoll missing from, or after an MPI library in, the NEEDED entries", mpi)
     shm_checks(mpi, lib, bdir, args, res)
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
+    env_checks.run(sys.modules[__name__], mpi, lib, res)
 
 
 # pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n>-<16 random hex

@@ -33,11 +33,8 @@ RANKS = 3  # reproducibility and verification: not a power of two
 
 def run(r, mpi, lib, exes, args, res):
     """All the checks for one MPI; `lib` is the libpcoll.so built for it."""
-    bdir = os.path.join(r.HERE, "build", mpi)
-    x_repro = os.path.join(bdir, "x_repro")
-    ok, text = r.compile_prog(mpi, os.path.join(r.HERE, "x_repro.c"), x_repro)
-    if not ok:
-        res.add(False, "compile %s x_repro" % mpi, text)
+    x_repro = compile_x_repro(r, mpi, res)
+    if not x_repro:
         return
     tmp = tempfile.mkdtemp(prefix="pcoll-ctests-")
     try:
@@ -49,6 +46,17 @@ def run(r, mpi, lib, exes, args, res):
         check_tune(r, mpi, lib, x_repro, tmp, res)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def compile_x_repro(r, mpi, res):
+    """ctests/x_repro.c built for `mpi`: its path, or None (a failure
+    counted)."""
+    x_repro = os.path.join(r.HERE, "build", mpi, "x_repro")
+    ok, text = r.compile_prog(mpi, os.path.join(r.HERE, "x_repro.c"), x_repro)
+    if not ok:
+        res.add(False, "compile %s x_repro" % mpi, text)
+        return None
+    return x_repro
 
 
 def launch(r, mpi, nranks, exe, lib, env, timeout=300):
