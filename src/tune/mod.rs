@@ -228,10 +228,15 @@ fn header(o: &Options, shape: Shape, host: &str, args: &[String]) -> String {
 }
 
 /// The PCOLL_* settings of this process that shape the measurement (not
-/// the statistics pcoll tune sets itself).
+/// the statistics pcoll tune sets itself). Read without assuming UTF-8
+/// (`std::env::vars` panics on any variable that is not); a PCOLL_ value
+/// that is not UTF-8 has stopped `Config::from_env` already, or belongs
+/// to a name pcoll ignores.
 fn pcoll_env() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> =
-        std::env::vars().filter(|(k, _)| k.starts_with("PCOLL_") && !k.starts_with("PCOLL_STATS")).collect();
+    let mut v: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| k.starts_with("PCOLL_") && !k.starts_with("PCOLL_STATS"))
+        .collect();
     v.sort();
     v
 }
