@@ -3,7 +3,10 @@
 //! Rust declarations with bindgen, and sets `cfg(pcoll_large_count)` when
 //! the host MPI declares the MPI-4 large-count functions (MPI_Bcast_c, ...),
 //! and `cfg(pcoll_mpi = "mpich" | "openmpi")` from mpi.h's MPICH_VERSION /
-//! OPEN_MPI macros (the Fortran entry points differ per implementation).
+//! OPEN_MPI macros (the Fortran entry points differ per implementation),
+//! which also names the library: SONAME `libpcoll-<mpich|openmpi>.so.0`,
+//! so that a program linked against one family's build asks for that
+//! family's file (scripts/build.sh places the file under that name).
 //! Without the feature there is nothing to build.
 
 use std::env;
@@ -27,6 +30,7 @@ fn main() {
     }
     if let Some(name) = mpi_implementation(&macros) {
         println!("cargo:rustc-cfg=pcoll_mpi=\"{name}\"");
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libpcoll-{name}.so.0");
     }
 
     cc::Build::new().compiler(&mpicc).file("src/abi/shim.c").warnings(true).compile("pcoll_shim");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds pcoll in release mode.
-#   scripts/build.sh mpich     libpcoll.so for MPICH     (target/mpich/release/libpcoll.so)
-#   scripts/build.sh openmpi   libpcoll.so for Open MPI  (target/openmpi/release/libpcoll.so)
+#   scripts/build.sh mpich     libpcoll.so for MPICH     (target/mpich/release/libpcoll-mpich.so)
+#   scripts/build.sh openmpi   libpcoll.so for Open MPI  (target/openmpi/release/libpcoll-openmpi.so)
 #   scripts/build.sh tool      the `pcoll` command-line tool, which needs no MPI
 #                              (feature `tool`: with the simulator and tuner,
 #                              which libpcoll.so does not contain)
@@ -10,7 +10,11 @@
 #                              target/<mpi>-<features>; see Cargo.toml)
 # The last line of output is the absolute path of what was built.
 # One library per MPI: MPICH and Open MPI differ in ABI (integer handles
-# against pointers), so each build has its own target directory.
+# against pointers), so each build has its own target directory, and the
+# library carries its family's name: its SONAME is libpcoll-<mpi>.so.0 (set
+# by build.rs), and next to cargo's libpcoll.so (which scripts and -lpcoll
+# use) are libpcoll-<mpi>.so (for -lpcoll-<mpi> and LD_PRELOAD) and
+# libpcoll-<mpi>.so.0 (what the loader looks for in a linked program).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,4 +43,7 @@ fi
 
 target="$root/target/$what${features:+-${features//,/-}}"
 MPICC=$mpicc CARGO_TARGET_DIR="$target" cargo build --release --quiet --lib ${features:+--features "$features"} >&2
-echo "$target/release/libpcoll.so"
+for name in "libpcoll-$what.so" "libpcoll-$what.so.0"; do
+  ln -sfn libpcoll.so "$target/release/$name"
+done
+echo "$target/release/libpcoll-$what.so"
