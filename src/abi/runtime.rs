@@ -1,12 +1,14 @@
-//! Process-wide state on the MPI side: the runtime (configuration read
-//! once, at MPI_Init or the first collective), logging, and the
-//! MPI_Finalize hook (an attribute on MPI_COMM_SELF, whose delete callback
+//! Process-wide state on the MPI side: the check that the process runs
+//! under the MPI family the library was built for, the runtime
+//! (configuration read once, at MPI_Init or the first collective),
+//! logging, and the MPI_Finalize hook (an attribute on MPI_COMM_SELF, whose delete callback
 //! MPI runs first thing in MPI_Finalize): the statistics summary and
 //! PCOLL_VERIFY's totals, combined over the job, and the release of
 //! everything pcoll holds.
 
 use super::comm;
 use super::host::Mpi;
+use crate::driver::family::{wrong_library, Family};
 use crate::driver::host::check;
 use crate::driver::runtime::{agree_on_settings, report_at_finalize, say, Runtime};
 use crate::driver::Host;
@@ -31,18 +33,43 @@ pub(super) fn world_rank() -> c_int {
     rank
 }
 
+/// The MPI family of the headers the library was built with (build.rs).
+#[cfg(pcoll_mpi = "mpich")]
+const BUILT_FOR: Option<Family> = Some(Family::Mpich);
+#[cfg(pcoll_mpi = "openmpi")]
+const BUILT_FOR: Option<Family> = Some(Family::OpenMpi);
+#[cfg(not(any(pcoll_mpi = "mpich", pcoll_mpi = "openmpi")))]
+const BUILT_FOR: Option<Family> = None;
+
+/// Stops the process, naming the library to use, if its MPI (`version`,
+/// from [`host_version`]) is of the other family than the library's. It
+/// runs before any call that takes a handle: pcoll's own handles would be
+/// the other family's, and so are the types it passes the program's
+/// through, which is why PCOLL_ENABLE=0 does not help either. It exits
+/// (status 1, which makes the launcher end the job) rather than call
+/// MPI_Abort, which takes a communicator.
+fn stop_if_wrong_family(version: &str) {
+    if let Some(text) = BUILT_FOR.and_then(|built_for| wrong_library(built_for, version)) {
+        say(&text);
+        std::process::exit(1);
+    }
+}
+
 /// The runtime, initialised at MPI_Init (or at the first collective of a
-/// program whose MPI_Init pcoll did not see). An invalid configuration
-/// stops the job here, naming the variable and the value.
+/// program whose MPI_Init pcoll did not see). Under the wrong MPI family,
+/// or with an invalid configuration, the job stops here, naming the
+/// library to use, or the variable and the value.
 pub(super) fn get() -> &'static Runtime {
     let runtime = RUNTIME.get_or_init(|| {
+        let version = host_version();
+        stop_if_wrong_family(&version);
         Config::from_env().map(|cfg| {
             init_logging(&cfg);
             for warning in &cfg.warnings {
                 log::warn!("{warning}");
             }
             install_finalize_hook(false);
-            log::info!("pcoll {} active, configuration {:?}", env!("CARGO_PKG_VERSION"), cfg);
+            log::info!("pcoll {} active, host MPI: {version}; configuration {:?}", env!("CARGO_PKG_VERSION"), cfg);
             Runtime::new(cfg)
         })
     });
@@ -75,12 +102,14 @@ fn init_logging(cfg: &Config) {
         .try_init();
 }
 
-/// What pcoll does once MPI_Init or MPI_Init_thread succeeded: install the
-/// finalize hook on every rank, read the configuration (so that an invalid
-/// one stops the job here, before the program's first collective), check
-/// that every rank holds the same (or stop the job naming what differs)
-/// and, with PCOLL_CALIBRATE=1, calibrate.
+/// What pcoll does once MPI_Init or MPI_Init_thread succeeded: stop if the
+/// program runs under the other MPI family, install the finalize hook on
+/// every rank, read the configuration (so that an invalid one stops the
+/// job here, before the program's first collective), check that every
+/// rank holds the same (or stop the job naming what differs) and, with
+/// PCOLL_CALIBRATE=1, calibrate.
 pub(super) fn after_init() {
+    stop_if_wrong_family(&host_version());
     install_finalize_hook(true);
     let rt = get();
     if let Err(text) = agree_on_settings(&Mpi, &rt.cfg.fingerprint) {
@@ -128,11 +157,19 @@ unsafe extern "C" fn on_finalize(
     MPI_SUCCESS as c_int
 }
 
-/// First line of the host MPI's version string.
+/// The room MPI_Get_library_version gets, whichever family the library
+/// was built for: MPICH's MPI_MAX_LIBRARY_VERSION_STRING (8192), the
+/// larger of the two (Open MPI's is 256). Under the wrong family the host
+/// writes up to its own limit, and MPICH 4.0's string, with its configure
+/// line, is 2019 bytes long.
+const VERSION_ROOM: usize = 8192;
+const _: () = assert!(MPI_MAX_LIBRARY_VERSION_STRING as usize <= VERSION_ROOM);
+
+/// First line of the host MPI's version string (no handle involved).
 pub(super) fn host_version() -> String {
-    let mut buf = vec![0 as c_char; MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
+    let mut buf = vec![0 as c_char; VERSION_ROOM + 1];
     let mut len = 0;
-    // SAFETY: `buf` holds MPI_MAX_LIBRARY_VERSION_STRING characters plus a terminator.
+    // SAFETY: `buf` holds the longest version string of either family plus a terminator.
     unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
     let bytes: Vec<u8> = buf[..len.max(0) as usize].iter().map(|&c| c as u8).collect();
     // Open MPI counts the terminating NUL in `len`.

@@ -14,7 +14,8 @@
 //!   last plans; [`cache`]: schedules; [`stats`]: call statistics;
 //!   [`runtime`]: the configuration and `pcoll_set_algorithm`'s choices;
 //!   [`calibrate`]: PCOLL_CALIBRATE; [`window`]: the node leaders'
-//!   one-sided window.
+//!   one-sided window; [`family`]: whether the process runs under the MPI
+//!   family the library was built for.
 
 pub mod cache;
 pub mod calibrate;
@@ -22,6 +23,7 @@ pub mod classify;
 pub mod collectives;
 pub mod comm;
 pub mod dispatch;
+pub mod family;
 pub mod gatherv;
 pub mod host;
 pub mod node;
