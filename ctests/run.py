@@ -69,9 +69,11 @@ The Fortran programs (and t_large_count under MPICH) run with PCOLL_STATS=1
 one rank, show every collective run by a pcoll algorithm (the forced one,
 when one is forced). Then the checks of ctests/selection_checks.py
 (malformed rules, PCOLL_STATS_FILE, PCOLL_VERIFY, PCOLL_REPRODUCIBLE,
-pcoll tune) and of ctests/env_checks.py (a variable that is not UTF-8, an
+pcoll tune), of ctests/env_checks.py (a variable that is not UTF-8, an
 unknown PCOLL_ name, PCOLL_ENABLE=0 with an invalid other, ranks started
-with different settings).
+with different settings) and of ctests/family_checks.py (the SONAME and
+family names of the build, a program linked with -lpcoll-<mpi>, the other
+MPI's library preloaded; that one is built too if it was not given).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
@@ -99,6 +101,7 @@ import tempfile
 import time
 
 import env_checks
+import family_checks
 import selection_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -313,7 +316,7 @@ def source(prog):
     return os.path.join(HERE, prog + (".F90" if is_fortran(prog) else ".c"))
 
 
-def compile_prog(mpi, src, exe, libdir=None):
+def compile_prog(mpi, src, exe, libdir=None, libname="pcoll"):
     if src.endswith(".F90"):
         # with ctests/fref.c (the host's PMPI_ collectives, the reference);
         # mpif.h declares no interfaces: gfortran >= 10 needs
@@ -328,7 +331,7 @@ def compile_prog(mpi, src, exe, libdir=None):
     else:
         cmd = [MPIS[mpi]["cc"], "-O2", "-g", "-Wall", "-Wextra", "-o", exe, src]
     if libdir:
-        cmd += ["-L" + libdir, "-lpcoll", "-Wl,-rpath," + libdir]
+        cmd += ["-L" + libdir, "-l" + libname, "-Wl,-rpath," + libdir]
     cmd += ["-lm"]
     p = subprocess.run(cmd, cwd=HERE, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return p.returncode == 0, " ".join(cmd) + "\n" + p.stdout.decode("utf-8", "replace")
@@ -675,7 +678,8 @@ def run_matrix(args, res):
             if have_lib:
                 log("  [extra checks] PCOLL_ALLREDUCE=bogus, PCOLL_STATS=1, link-time resolution, NEEDED of the "
                     "Fortran programs, /dev/shm after finalize/abort/kill (one node, two nodes), the "
-                    "environment (not UTF-8, unknown PCOLL_ name, PCOLL_ENABLE=0, settings differing by rank)")
+                    "environment (not UTF-8, unknown PCOLL_ name, PCOLL_ENABLE=0, settings differing by rank), "
+                    "the family (SONAME, -lpcoll-<mpi>, the other MPI's library preloaded)")
             for r in runs:
                 log("  [%s] %s ranks=%d cfg=%s %s %s" % (r.section, r.mode, r.nranks, r.cfg.name, r.prog, " ".join(
                     "%s=%s" % kv for kv in sorted(r.extra.items()))))
@@ -789,6 +793,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     shm_checks(mpi, lib, bdir, args, res)
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
     env_checks.run(sys.modules[__name__], mpi, lib, res)
+    family_checks.run(sys.modules[__name__], mpi, lib, args, res)
 
 
 # pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n>-<16 random hex
