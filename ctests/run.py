@@ -71,9 +71,11 @@ when one is forced). Then the checks of ctests/selection_checks.py
 (malformed rules, PCOLL_STATS_FILE, PCOLL_VERIFY, PCOLL_REPRODUCIBLE,
 pcoll tune), of ctests/env_checks.py (a variable that is not UTF-8, an
 unknown PCOLL_ name, PCOLL_ENABLE=0 with an invalid other, ranks started
-with different settings) and of ctests/family_checks.py (the SONAME and
+with different settings), of ctests/family_checks.py (the SONAME and
 family names of the build, a program linked with -lpcoll-<mpi>, the other
-MPI's library preloaded; that one is built too if it was not given).
+MPI's library preloaded; that one is built too if it was not given) and of
+ctests/valgrind_checks.py (under valgrind, PCOLL_SHM_ZCOPY=0 leaves no
+false "uninitialised" report, as docs/debugging.md advises).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
@@ -103,6 +105,7 @@ import time
 import env_checks
 import family_checks
 import selection_checks
+import valgrind_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -679,7 +682,8 @@ def run_matrix(args, res):
                 log("  [extra checks] PCOLL_ALLREDUCE=bogus, PCOLL_STATS=1, link-time resolution, NEEDED of the "
                     "Fortran programs, /dev/shm after finalize/abort/kill (one node, two nodes), the "
                     "environment (not UTF-8, unknown PCOLL_ name, PCOLL_ENABLE=0, settings differing by rank), "
-                    "the family (SONAME, -lpcoll-<mpi>, the other MPI's library preloaded)")
+                    "the family (SONAME, -lpcoll-<mpi>, the other MPI's library preloaded), valgrind "
+                    "(PCOLL_SHM_ZCOPY=0, zero copy forced)")
             for r in runs:
                 log("  [%s] %s ranks=%d cfg=%s %s %s" % (r.section, r.mode, r.nranks, r.cfg.name, r.prog, " ".join(
                     "%s=%s" % kv for kv in sorted(r.extra.items()))))
@@ -794,6 +798,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
     env_checks.run(sys.modules[__name__], mpi, lib, res)
     family_checks.run(sys.modules[__name__], mpi, lib, args, res)
+    valgrind_checks.run(sys.modules[__name__], mpi, lib, res)
 
 
 # pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n>-<16 random hex
