@@ -50,15 +50,26 @@ def run(r, mpi, lib, res):
     check_different_settings(r, mpi, lib, exe, os.path.join(os.path.dirname(exe), "rank1_allreduce_mpi.sh"), res)
 
 
-def ran_through(result):
-    """Problems, if the job did not run to its end."""
+def ran_through(result, program="x_repro"):
+    """Problems, if the job of `program` (which says "<program>: OK" at its
+    end) did not run to its end."""
     rc, out, err, _ = result
     problems = []
-    if rc != 0 or "x_repro: OK" not in out:
-        problems.append("expected the job to run to its end (exit 0, 'x_repro: OK')")
+    if rc != 0 or "%s: OK" % program not in out:
+        problems.append("expected the job to run to its end (exit 0, '%s: OK')" % program)
     if "panicked" in err:
         problems.append("pcoll panicked")
     return problems
+
+
+def stopped(result, timeout):
+    """Problems, if the job did not stop (non-zero exit) within `timeout` s."""
+    rc = result[0]
+    if rc is None:
+        return ["the job hung (no end within %d s)" % timeout]
+    if rc == 0:
+        return ["expected the job to stop (non-zero exit)"]
+    return []
 
 
 def check_not_utf8(r, mpi, lib, exe, res):
@@ -104,12 +115,8 @@ def check_different_settings(r, mpi, lib, exe, wrapper, res):
     os.chmod(wrapper, 0o755)
     env = {"CTEST_PCOLL_LIB": lib}
     result = r.run_mpi(mpi, RANKS, wrapper, env, 60, [exe])
-    rc, out, err, _ = result
-    problems = []
-    if rc is None:
-        problems.append("the job hung (no end within 60 s)")
-    elif rc == 0:
-        problems.append("expected the job to stop (non-zero exit)")
+    _, out, err, _ = result
+    problems = stopped(result, 60)
     if "different settings" not in err or "PCOLL_ALLREDUCE (rank " not in err:
         problems.append("expected on stderr: the ranks were started with different settings ... "
                         "PCOLL_ALLREDUCE (rank ...")

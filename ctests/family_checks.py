@@ -98,12 +98,8 @@ def other_library(r, other, args, res):
 
 def check_other_family(r, mpi, other, other_lib, exe, res):
     result = selection_checks.launch(r, mpi, RANKS, exe, other_lib, {}, 60)
-    rc, out, err, _ = result
-    problems = []
-    if rc is None:
-        problems.append("the job did not end within 60 s")
-    elif rc == 0:
-        problems.append("expected a non-zero exit")
+    _, out, err, _ = result
+    problems = env_checks.stopped(result, 60)
     want = ("this library was built for %s (libpcoll-%s.so) but the program runs under %s"
             % (NAMES[other], other, NAMES[mpi]), "preload or link libpcoll-%s.so instead" % mpi)
     if not all(w in err for w in want):

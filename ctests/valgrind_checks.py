@@ -20,6 +20,7 @@ passed in as the module `r`.  Python standard library only.
 import os
 import shutil
 
+import env_checks
 import selection_checks
 
 RANKS = 2
@@ -51,12 +52,8 @@ def under_valgrind(r, mpi, lib, valgrind, exe, env):
 def check_without_zero_copy(r, mpi, lib, valgrind, exe, res):
     env = {"PCOLL_SHM_ZCOPY": "0"}
     result = under_valgrind(r, mpi, lib, valgrind, exe, env)
-    rc, out, err, _ = result
-    problems = []
-    if rc is None:
-        problems.append("the job did not end within %d s" % TIMEOUT)
-    elif rc != 0 or "x_valgrind: OK" not in out:
-        problems.append("expected the job to run to its end (exit 0, 'x_valgrind: OK')")
+    err = result[2]
+    problems = env_checks.ran_through(result, "x_valgrind")
     if REPORT in err:
         problems.append("valgrind takes %d received buffer(s) for uninitialised: %r" % (err.count(REPORT), REPORT))
     selection_checks.report(r, res, mpi, not problems, "ranks=%d under valgrind, PCOLL_SHM_ZCOPY=0: no false "
@@ -66,17 +63,13 @@ def check_without_zero_copy(r, mpi, lib, valgrind, exe, res):
 def check_zero_copy(r, mpi, lib, valgrind, exe, res):
     env = {"PCOLL_BCAST": "shm_zcopy", "PCOLL_ALLREDUCE": "shm_zcopy"}
     result = under_valgrind(r, mpi, lib, valgrind, exe, env)
-    rc, out, err, _ = result
+    err = result[2]
     rows, _ = selection_checks.summary_rows(err)
     if not any(alg == "shm_zcopy" for _, alg in rows):
         r.warn("%s: zero copy does not run here (ptrace restricted?): the valgrind check of zero copy's reports "
                "does not run" % mpi)
         return
-    problems = []
-    if rc is None:
-        problems.append("the job did not end within %d s" % TIMEOUT)
-    elif rc != 0 or "x_valgrind: OK" not in out:
-        problems.append("expected the job to run to its end (exit 0, 'x_valgrind: OK')")
+    problems = env_checks.ran_through(result, "x_valgrind")
     if REPORT not in err:
         problems.append("expected %r: zero copy's writes are invisible to valgrind (if pcoll now marks them "
                         "defined, docs/debugging.md and this check should say so)" % REPORT)
