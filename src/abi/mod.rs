@@ -6,8 +6,8 @@
 //! ([`host`]: handles, communicators and the small collectives node
 //! discovery runs on them, the private duplicates and their attribute
 //! ([`comm`]), the PMPI transport ([`transport`]), one-sided windows).
-//! [`runtime`]:
-//! configuration at MPI_Init, logging, the finalize hook.
+//! [`runtime`]: the MPI family check and the configuration at MPI_Init,
+//! logging, the finalize hook.
 
 mod comm;
 mod entry;

@@ -1,10 +1,10 @@
 //! Process-wide state on the MPI side: the check that the process runs
 //! under the MPI family the library was built for, the runtime
 //! (configuration read once, at MPI_Init or the first collective),
-//! logging, and the MPI_Finalize hook (an attribute on MPI_COMM_SELF, whose delete callback
-//! MPI runs first thing in MPI_Finalize): the statistics summary and
-//! PCOLL_VERIFY's totals, combined over the job, and the release of
-//! everything pcoll holds.
+//! logging, and the MPI_Finalize hook (an attribute on MPI_COMM_SELF,
+//! whose delete callback MPI runs first thing in MPI_Finalize): the
+//! statistics summary and PCOLL_VERIFY's totals, combined over the job,
+//! and the release of everything pcoll holds.
 
 use super::comm;
 use super::host::Mpi;

@@ -1,9 +1,10 @@
 //! The MPI family a process runs under, against the one the library was
 //! built for. MPICH's handles are integers and Open MPI's are pointers, so
 //! a library built for one family passes the other nonsense in every
-//! handle; the first such call fails with a cryptic error from the host.
-//! Told only by the host's MPI_Get_library_version string, which needs no
-//! handle, this check comes first and names the library to use instead.
+//! handle, and the first such call fails with a cryptic error from the
+//! host. The family is told from the host's MPI_Get_library_version
+//! string alone, which takes no handle, so this check can come first and
+//! name the library to use instead.
 
 /// A family of MPI libraries that share one ABI (one build of pcoll).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +26,7 @@ const SIGNATURES: [(&str, Family); 4] = [
 impl Family {
     /// The family whose library says `version` (MPI_Get_library_version),
     /// if pcoll recognises it.
-    pub fn of_version(version: &str) -> Option<Family> {
+    fn of_version(version: &str) -> Option<Family> {
         let version = version.trim_start();
         SIGNATURES.iter().find(|(start, _)| version.starts_with(start)).map(|&(_, family)| family)
     }
