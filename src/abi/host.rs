@@ -8,7 +8,7 @@ use super::transport::PmpiTransport;
 use super::{runtime, THREAD};
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::CommState;
-use crate::driver::host::{check, Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
+use crate::driver::host::{check, Access, Code, ErrorClass, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
 use crate::shm::os::Linux;
@@ -443,6 +443,17 @@ impl Host for Mpi {
 
     fn version(&self) -> String {
         runtime::host_version()
+    }
+
+    fn raise(&self, comm: MPI_Comm, class: ErrorClass) -> c_int {
+        let code = match class {
+            ErrorClass::Truncate => MPI_ERR_TRUNCATE,
+            ErrorClass::Other => MPI_ERR_OTHER,
+        } as c_int;
+        // SAFETY: a valid communicator (the call's) and an error class,
+        // which is an error code.
+        unsafe { PMPI_Comm_call_errhandler(comm, code) };
+        code
     }
 
     fn abort(&self, text: &str) -> ! {

@@ -43,7 +43,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::choice::{Alternative, Pick, Preference, TimedChoice, CLASSES};
 use super::Adapting;
 use crate::shm::segment::LINE;
-use crate::shm::team::{Team, STREAM_FROM};
+use crate::shm::team::{Team, Via, STREAM_FROM};
 
 /// Vector bytes from which a flat Allreduce chooses: PCOLL_SHM_STREAM's
 /// default (below, copies into the segment use ordinary stores anyway).
@@ -101,6 +101,10 @@ pub struct RootPick {
 /// cores, and copies of `copy` bytes that would stream): one step in
 /// which the root publishes its pick and the others read it. The same decision on every
 /// rank (a Reduce's vector is the same length everywhere).
+///
+/// A root of another call (an erroneous program) picks nothing here: the
+/// others copy in as [`Team::streams`] says, and the data's heads show the
+/// mismatch to whoever reads them.
 pub fn announce<M: Adapting>(team: &mut Team<'_, M>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
     if !root_chooses(team, n, copy) {
         return None;
@@ -114,6 +118,10 @@ pub fn announce<M: Adapting>(team: &mut Team<'_, M>, n: usize, root: usize, copy
         team.publish(s);
     } else {
         team.wait_ready(root, s);
+        if team.check(root, s, Via::Area, team.mine()).is_err() {
+            team.finish(s);
+            return None;
+        }
     }
     let stores = Stores::BOTH[team.word(root, s, STORES) as usize];
     team.finish(s);

@@ -145,6 +145,13 @@ impl std::fmt::Debug for Algorithm {
 }
 
 impl Algorithm {
+    /// Where this algorithm is in [`ALGORITHMS`] (what a node call's head
+    /// names it by: an offset, not a search, on every call).
+    pub fn index(&'static self) -> usize {
+        let offset = (self as *const Algorithm as usize).wrapping_sub(ALGORITHMS.as_ptr() as usize);
+        offset / std::mem::size_of::<Algorithm>()
+    }
+
     /// A schedule algorithm without parameters that accepts every call.
     pub const fn new(coll: Coll, name: &'static str, summary: &'static str, build: BuildFn) -> Algorithm {
         Algorithm {

@@ -68,7 +68,7 @@ pub fn reduction<H: Host>(
     let (state, call) = (prepared.state(), &prepared.call);
     let combine = prepared.combine.as_ref().expect("a reduction has its operator");
     Done(verify::reduction(host, rt, t, state, call, send, recv, (datatype, op, count), |send, recv| {
-        execute(host, rt, t, state, call, &GatherLayout::default(), send, recv, combine)
+        execute(host, rt, t, comm, state, call, &GatherLayout::default(), send, recv, combine)
     }))
 }
 
@@ -201,7 +201,7 @@ pub fn bcast<H: Host>(
         }
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), prepared.call.desc.bytes) };
-        return Done(run_bcast(host, rt, t, &prepared, data, datatype, count));
+        return Done(run_bcast(host, rt, t, comm, &prepared, data, datatype, count));
     }
     let Some((rank, size)) = comm::shape(host, t, comm) else { return Forward("communicator") };
     if count < 0 || !classify::is_usable_type(host, t, datatype) || root < 0 || root as usize >= size {
@@ -243,10 +243,10 @@ pub fn bcast<H: Host>(
         }
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
-        return Done(run_bcast(host, rt, t, &prepared, data, datatype, count));
+        return Done(run_bcast(host, rt, t, comm, &prepared, data, datatype, count));
     }
     let mut packed = if rank == root { pack(host, buf, count, datatype, &ty, comm) } else { vec![0u8; bytes] };
-    let rc = run_bcast(host, rt, t, &prepared, &mut packed, datatype, count);
+    let rc = run_bcast(host, rt, t, comm, &prepared, &mut packed, datatype, count);
     if rank != root && rc == SUCCESS {
         unpack(host, &packed, buf, count, datatype, &ty, comm);
     }
@@ -254,10 +254,12 @@ pub fn bcast<H: Host>(
 }
 
 /// Runs a planned Bcast on `data` (`count` elements of `datatype`, packed).
+#[allow(clippy::too_many_arguments)]
 fn run_bcast<H: Host>(
     host: &H,
     rt: &Runtime,
     t: &PerThread<H>,
+    comm: H::Comm,
     prepared: &Prepared<H>,
     data: &mut [u8],
     datatype: H::Datatype,
@@ -266,6 +268,6 @@ fn run_bcast<H: Host>(
     let (state, call) = (prepared.state(), &prepared.call);
     let type_size = data.len() / count as usize;
     verify::bcast(host, rt, state, call, data, (datatype, type_size, count), |data| {
-        execute(host, rt, t, state, call, &GatherLayout::default(), None, data, &NoReduction)
+        execute(host, rt, t, comm, state, call, &GatherLayout::default(), None, data, &NoReduction)
     })
 }

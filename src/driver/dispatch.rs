@@ -3,7 +3,7 @@
 //! composition) over the node's segment.
 
 use super::comm::{CommState, CONTENDED};
-use super::host::{Code, Host, SUCCESS};
+use super::host::{Code, ErrorClass, Host, SUCCESS};
 use super::plan::Planned;
 use super::runtime::Runtime;
 use super::thread::PerThread;
@@ -12,22 +12,24 @@ use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
 use crate::algos::multinode::{BetweenPlan, OneSided};
 use crate::algos::node::gatherv_shm::Gather;
 use crate::algos::node::{reduction, NodeCall, NodeMemory, Team};
-use crate::algos::Impl;
+use crate::algos::{Impl, ALGORITHMS};
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner};
-use crate::shm::team::TeamState;
+use crate::shm::team::{Mismatch, TeamState};
 use std::sync::MutexGuard;
 use std::time::Instant;
 
 /// Runs the decided algorithm: a schedule over the private duplicate of
-/// the user's communicator, or a node algorithm over the node's segment.
+/// the user's communicator `comm`, or a node algorithm over the node's
+/// segment (a call the node finds erroneous is reported on `comm`).
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn execute<H: Host>(
     host: &H,
     rt: &Runtime,
     t: &PerThread<H>,
+    comm: H::Comm,
     state: &CommState<H>,
     call: &Planned,
     layout: &GatherLayout,
@@ -47,8 +49,10 @@ pub fn execute<H: Host>(
                 if call.desc.coll.is_reduction() { reduction::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
             t.with_scratch(need, |scratch| {
                 let bufs = Buffers { send, recv, scratch };
-                run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, combiner);
-                SUCCESS
+                match run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, combiner) {
+                    Ok(()) => SUCCESS,
+                    Err(m) => erroneous(host, comm, call, m),
+                }
             })
         }
     };
@@ -83,25 +87,38 @@ fn run_schedule<H: Host>(
 }
 
 /// Runs a node algorithm or a composition on this rank's node (its check
-/// made sure the node has a segment).
+/// made sure the node has a segment) as one call of the node's step
+/// protocol. A Bcast reader whose root runs another call (the counts of an
+/// erroneous program differ) follows the root's call into scratch, so
+/// that the root, which never waits for its readers' verdict, completes,
+/// and keeps what fits its own buffer; a [`Mismatch`] tells the caller.
 #[allow(clippy::too_many_arguments)]
-fn run_on_node<H: Host>(
+fn run_on_node<'a, H: Host>(
     host: &H,
     rt: &Runtime,
     t: &PerThread<H>,
     state: &CommState<H>,
     team_state: &mut TeamState<NodeMemory>,
     call: &Planned,
-    layout: &GatherLayout,
-    bufs: Buffers<'_>,
+    layout: &'a GatherLayout,
+    bufs: Buffers<'a>,
     combiner: &dyn Combiner,
-) {
+) -> Result<(), Mismatch> {
     let desc = &call.desc;
     let node = &state.node;
     let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
     let mut team = Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings };
     let root = node.local_of[desc.root];
-    let node_call = match desc.coll {
+    // The bytes a peer checks: this rank's block in a Gatherv, else the
+    // call's.
+    let bytes = match desc.coll {
+        Coll::Gatherv if desc.in_place => layout.blocks[desc.rank].1,
+        Coll::Gatherv => bufs.send.map_or(0, <[u8]>::len),
+        _ => desc.bytes,
+    };
+    team.begin(call.algo.index(), bytes);
+    let queue_op = team.state.memory.queue_op;
+    let node_call = |bufs: Buffers<'a>| match desc.coll {
         Coll::Allreduce => NodeCall::Reduce { bufs, unit: desc.unit, root: None },
         Coll::Reduce => NodeCall::Reduce { bufs, unit: desc.unit, root: Some(root) },
         Coll::Bcast => NodeCall::Bcast { data: bufs.recv, root },
@@ -113,8 +130,17 @@ fn run_on_node<H: Host>(
             in_place: desc.in_place,
         }),
     };
-    match call.algo.imp {
-        Impl::Node(run) => run(&mut team, node_call, combiner),
+    let result = match call.algo.imp {
+        Impl::Node(run) if desc.coll == Coll::Bcast => {
+            match run(&mut team, NodeCall::Bcast { data: &mut *bufs.recv, root }, combiner) {
+                Err(m) if m.peer == root && team.rank != root => {
+                    team.state.memory.queue_op = queue_op;
+                    follow(&mut team, m, root, bufs.recv, combiner)
+                }
+                result => result,
+            }
+        }
+        Impl::Node(run) => run(&mut team, node_call(bufs), combiner),
         Impl::Hier(run) => {
             let map = NodeMap { node_of: &node.node_of, local_of: &node.local_of };
             let stages = call.stages.as_ref().expect("a composition's call has its stages planned");
@@ -129,10 +155,61 @@ fn run_on_node<H: Host>(
                 plan: stages,
                 memo: &mut state.memo.lock().unwrap(),
             };
-            run(part, desc, node_call, combiner)
+            run(part, desc, node_call(bufs), combiner)
         }
         Impl::Schedule(_) => unreachable!("schedules run over the transport"),
-    }
+    };
+    team.end();
+    result
+}
+
+/// A Bcast reader whose root runs another Bcast (`m`, found before this
+/// rank took part) runs the root's call from its start into scratch, so
+/// that the root completes, and keeps what fits `data`; still the
+/// mismatch. Where the root's call is not one a reader can follow (no node
+/// Bcast of the registry, or too large for a head to tell), only the
+/// mismatch.
+fn follow(
+    team: &mut Team<'_>,
+    m: Mismatch,
+    root: usize,
+    data: &mut [u8],
+    combiner: &dyn Combiner,
+) -> Result<(), Mismatch> {
+    let Some((head, run, bytes)) = m.head.and_then(|head| {
+        let algo = ALGORITHMS.get(head.algorithm()).filter(|a| a.coll == Coll::Bcast)?;
+        let Impl::Node(run) = algo.imp else { return None };
+        Some((head, run, head.bytes()?))
+    }) else {
+        return Err(m);
+    };
+    log::debug!("Bcast: the root sends {bytes} B, this rank expects {} B; following the root's call", data.len());
+    team.restart_as(head);
+    let mut scratch = vec![0u8; bytes];
+    run(team, NodeCall::Bcast { data: &mut scratch, root }, combiner)?;
+    let kept = bytes.min(data.len());
+    data[..kept].copy_from_slice(&scratch[..kept]);
+    Err(m)
+}
+
+/// The code of a call the node found erroneous, reported on `comm`.
+#[cold]
+fn erroneous<H: Host>(host: &H, comm: H::Comm, call: &Planned, m: Mismatch) -> Code {
+    let class = if m.truncates { ErrorClass::Truncate } else { ErrorClass::Other };
+    let theirs = match m.head {
+        Some(head) => match (head.bytes(), ALGORITHMS.get(head.algorithm())) {
+            (Some(bytes), Some(algo)) => format!("{bytes} B with {}", algo.name),
+            _ => "another call".into(),
+        },
+        None => "nothing of this call".into(),
+    };
+    log::warn!(
+        "{} of {} B here: node rank {} runs {theirs} (an erroneous program: counts differ?); returning {class:?}",
+        call.desc.coll,
+        call.desc.bytes,
+        m.peer,
+    );
+    host.raise(comm, class)
 }
 
 /// The inter-node stage of the compositions: a point-to-point algorithm

@@ -183,10 +183,12 @@ fn agree<'l, H: Host>(
 
 /// Runs a planned Gatherv: `layout` is what this rank knows of the
 /// blocks; the root's receive region and layout come with `at_root`.
+#[allow(clippy::too_many_arguments)]
 fn run_planned<H: Host>(
     host: &H,
     rt: &Runtime,
     t: &PerThread<H>,
+    comm: H::Comm,
     prepared: &Prepared<H>,
     send: Option<&[u8]>,
     at_root: Option<GatherRoot<'_, H>>,
@@ -195,7 +197,7 @@ fn run_planned<H: Host>(
     let (state, call) = (prepared.state(), &prepared.call);
     let layout = at_root.as_ref().map_or(layout, |r| r.layout);
     verify::gatherv(host, rt, state, call, send, at_root, |recv| {
-        execute(host, rt, t, state, call, layout, send, recv, &NoReduction)
+        execute(host, rt, t, comm, state, call, layout, send, recv, &NoReduction)
     })
 }
 
@@ -238,7 +240,7 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
         // SAFETY: a dense send buffer of `sendcount` elements is `bytes` contiguous bytes.
         let send = (!desc.in_place).then(|| unsafe { slice_or_empty(sendbuf, desc.bytes) });
         if desc.rank != desc.root {
-            return Done(run_planned(host, rt, t, &prepared, send, None, &GatherLayout::default()));
+            return Done(run_planned(host, rt, t, comm, &prepared, send, None, &GatherLayout::default()));
         }
         if recvcounts.is_null() || displs.is_null() {
             return Forward("null recvcounts or displs");
@@ -379,7 +381,7 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
     };
     match (known.filter(|_| is_root), args) {
         (Some(plan), Some(args)) => at_root(host, rt, t, &prepared, send, plan, args, (recvbuf, recvtype, comm)),
-        _ => Done(run_planned(host, rt, t, &prepared, send, None, &layout)),
+        _ => Done(run_planned(host, rt, t, comm, &prepared, send, None, &layout)),
     }
 }
 
@@ -407,7 +409,7 @@ fn at_root<H: Host>(
 ) -> Outcome {
     let desc = &prepared.call.desc;
     let gather_root = |recv| GatherRoot { recv, layout: &plan.layout, recvtype, size: plan.ty.size };
-    let run = |recv| run_planned(host, rt, t, prepared, send, Some(gather_root(recv)), &plan.layout);
+    let run = |recv| run_planned(host, rt, t, comm, prepared, send, Some(gather_root(recv)), &plan.layout);
     if plan.ty.dense {
         // SAFETY: the blocks lie in the user's receive buffer, which spans
         // [recvbuf + base, recvbuf + base + span) by MPI's rules for displs.

@@ -29,6 +29,16 @@ use std::ffi::c_void;
 pub type Code = i32;
 pub const SUCCESS: Code = 0;
 
+/// The error class of a call pcoll finds erroneous (an erroneous program
+/// whose ranks disagree), as the host MPI would report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// MPI_ERR_TRUNCATE: a peer had more data than this rank's buffer.
+    Truncate,
+    /// MPI_ERR_OTHER: the ranks ran different calls.
+    Other,
+}
+
 /// `Ok` for [`SUCCESS`], else the code.
 pub fn check(rc: Code) -> Result<(), Code> {
     if rc == SUCCESS {
@@ -292,6 +302,10 @@ pub trait Host: Copy + Sized + 'static {
     fn sum_at_root(&self, mine: &[u64]) -> Option<Vec<u64>>;
     /// The first line of the host MPI's version string.
     fn version(&self) -> String;
+    /// Reports an erroneous call on `comm` the way the host reports its
+    /// own errors: through the communicator's error handler (which may
+    /// stop the job); returns the code of `class`.
+    fn raise(&self, comm: Self::Comm, class: ErrorClass) -> Code;
     /// Says `text` and stops the job.
     fn abort(&self, text: &str) -> !;
 }

@@ -61,8 +61,9 @@ impl Geometry {
 /// and lengths for zero copy).
 pub const PUBLISHED: usize = 6;
 
-/// Bytes of data that travel in a slot's line, next to their step.
-pub const INLINE: usize = 56;
+/// Bytes of data that travel in a slot's line, next to their step and
+/// the writer's [`Head`](super::team::Head).
+pub const INLINE: usize = 48;
 
 /// Lines of a slot: an Allreduce chunk of up to `LINES * INLINE` bytes
 /// travels in lines that each carry its step
@@ -73,9 +74,26 @@ pub const INLINE: usize = 56;
 /// tests choose their lengths around `LINES * INLINE`.
 pub const LINES: usize = 3;
 
-/// Slots per rank: a step's slot is reused [`SLOTS`] steps later, so a
-/// writer of small messages looks at its readers' progress only that often.
+/// Slots per rank: a step's slot is reused [`SLOTS`] places later
+/// ([`place`]), so a writer of small messages looks at its readers'
+/// progress only that often.
 pub const SLOTS: usize = 16;
+
+/// Steps are numbered per call: step `i` of a node's call `c` is
+/// `c << CALL_SHIFT | i`, so that a call whose ranks disagree (an
+/// erroneous program whose counts differ) cannot shift the steps of the
+/// calls after it. A call takes fewer than `1 << CALL_SHIFT` steps.
+pub const CALL_SHIFT: u32 = 24;
+/// The step within its call of a step number.
+pub const STEP_MASK: u64 = (1 << CALL_SHIFT) - 1;
+
+/// Where step `s` lives among the places that are reused in turn (slots,
+/// chunk areas and their words): its call's number plus its number in the
+/// call, so consecutive one-step calls use consecutive slots, and the
+/// place depends on nothing an earlier call did.
+pub const fn place(s: u64) -> usize {
+    ((s >> CALL_SHIFT) + (s & STEP_MASK)) as usize
+}
 
 /// The first cache lines of a rank's control page.
 #[repr(C, align(64))]
@@ -84,7 +102,11 @@ pub struct Control {
     pub ready: AtomicU64,
     /// The last step this rank has finished reading others' data for.
     pub done: AtomicU64,
-    _pad: [u64; 6],
+    /// This rank's [`Head`](super::team::Head) with the chunk area (and
+    /// words) of each parity, in `ready`'s line: a reader that waited for
+    /// `ready` has it with the same miss.
+    pub heads: [AtomicU64; 2],
+    _pad: [u64; 4],
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],
@@ -106,6 +128,8 @@ pub struct Control {
 #[repr(C, align(64))]
 pub struct Slot {
     pub step: AtomicU64,
+    /// The writer's [`Head`](super::team::Head) for the step.
+    pub head: AtomicU64,
     pub data: [AtomicU64; INLINE / 8],
 }
 
@@ -164,8 +188,8 @@ impl Geometry {
         self.block(r) + std::mem::size_of::<Control>()
     }
 
-    pub fn chunk_area(&self, r: usize, parity: u64) -> usize {
-        self.block(r) + self.control_bytes() + (parity as usize % 2) * self.chunk_bytes()
+    pub fn chunk_area(&self, r: usize, parity: usize) -> usize {
+        self.block(r) + self.control_bytes() + (parity % 2) * self.chunk_bytes()
     }
 
     pub fn queue_slot(&self, r: usize, slot: usize) -> usize {
@@ -222,18 +246,19 @@ impl Segment {
         self.at(self.geo.fragment_controls(r) + slot * LINE)
     }
 
-    /// Rank `r`'s chunk area for steps of this parity.
-    pub fn chunk_area(&self, r: usize, parity: u64) -> *mut u8 {
+    /// Rank `r`'s chunk area for step `s` (one of two, by the parity of
+    /// its [`place`]).
+    pub fn chunk_area(&self, r: usize, s: u64) -> *mut u8 {
         // SAFETY: within the mapping (layout above).
-        unsafe { self.base.add(self.geo.chunk_area(r, parity)) }
+        unsafe { self.base.add(self.geo.chunk_area(r, place(s) % 2)) }
     }
 
     /// Line `i` of rank `r`'s slot for small data of step `s`.
     pub fn slot(&self, r: usize, s: u64, i: usize) -> &Slot {
         let control = self.control(r);
         match i {
-            0 => &control.slots[s as usize % SLOTS],
-            _ => &control.more_lines[s as usize % SLOTS][i - 1],
+            0 => &control.slots[place(s) % SLOTS],
+            _ => &control.more_lines[place(s) % SLOTS][i - 1],
         }
     }
 

@@ -2,15 +2,16 @@
 //! protocol that keeps them from reading data too early or overwriting it
 //! too soon.
 //!
-//! Every rank numbers its steps the same way (calls run in the same order
-//! everywhere and each algorithm takes a number of steps that depends only
-//! on what all ranks know). A step's data goes to the writer's chunk area
-//! of the step's parity, or, up to [`INLINE`] bytes, to its slot `s %
-//! SLOTS` (with [`Team::put_lines`], up to [`LINES`] lines of it, each
-//! line carrying the step):
+//! Every rank numbers its steps the same way: step `i` of the node's call
+//! `c` is `c << CALL_SHIFT | i` ([`Team::begin`]), and each algorithm
+//! takes a number of steps that depends only on what all ranks know. A
+//! step's data goes to the writer's chunk area of the step's parity, or,
+//! up to [`INLINE`] bytes, to its slot (with [`Team::put_lines`], up to
+//! [`LINES`] lines of it, each line carrying the step), both chosen by the
+//! step's [`place`]:
 //! - before writing it for step `s`, a rank waits until every rank is
-//!   `done` with step `s - 2` (chunk area and words) or `s - SLOTS` (slot),
-//!   the last one that used that place;
+//!   `done` with the last step it wrote to that place (recorded in
+//!   [`TeamState`]);
 //! - it publishes with `ready = s` (a release store: the data before the
 //!   flag), readers wait for `ready >= s` (an acquire load: the flag
 //!   before the data); a slot's line also carries its step, so a reader of
@@ -20,10 +21,20 @@
 //!   (release: its reads before the writer's next overwrite, which
 //!   acquires).
 //!
+//! Erroneous programs: every piece of data travels with its writer's
+//! [`Head`] (the call, the algorithm, the writer's bytes), in the line
+//! the reader waits on anyway; a reader checks it ([`Team::check`]) before
+//! it uses a peer's first data of a call, and stops the call with a
+//! [`Mismatch`] if the peer runs another call. At its end every rank
+//! stores `done` and `ready` as the call's last possible step
+//! ([`Team::end`]), so a peer left waiting for a step that never comes
+//! wakes up (and finds no valid head), and the next call starts at the
+//! same step everywhere whatever this one did.
+//!
 //! A writer whose readers never answer it (a Bcast root, a Reduce or
 //! Gatherv non-root) learns their progress only by reading their `done`, a
 //! cache-line transfer on its way to publishing: with slots it does so
-//! once in `SLOTS` steps for small messages, not every other step (an
+//! once in `SLOTS` calls for small messages, not every other step (an
 //! 8-byte Gatherv root: 0.89 -> 0.64 us; docs/measurements.md).
 //!
 //! Every algorithm finishes a step before it publishes a later one, so a
@@ -37,7 +48,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use super::prefetch::Ahead;
-use super::segment::{Segment, INLINE, LINES, PUBLISHED, SLOTS};
+use super::segment::{place, Segment, CALL_SHIFT, INLINE, LINES, PUBLISHED, SLOTS, STEP_MASK};
 use super::wait::Backoff;
 use super::PeerMemory;
 
@@ -46,13 +57,110 @@ use super::PeerMemory;
 /// it).
 #[derive(Debug, Default)]
 pub struct TeamState<M = ()> {
+    /// The node's calls so far.
+    pub call: u64,
     /// The last step taken.
     pub step: u64,
     /// Every rank is known to be done with this step.
     pub known_done: u64,
+    /// This rank's head in the current call.
+    pub head: Head,
+    /// The last step this rank wrote each of its slots and chunk areas
+    /// for: the next write there waits until every rank is done with it.
+    pub slot_written: [u64; SLOTS],
+    pub area_written: [u64; 2],
     /// The algorithms' memory.
     pub memory: M,
 }
+
+/// What a rank's call is, as its peers check before they use its data:
+/// the call's number (low 20 bits), the algorithm (its index in the
+/// registry, low 8 bits) and the rank's bytes (36 bits, saturated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Head(pub u64);
+
+impl Head {
+    const BYTES: u64 = (1 << 36) - 1;
+
+    pub fn new(call: u64, algorithm: usize, bytes: usize) -> Head {
+        let bytes = (bytes as u64).min(Head::BYTES);
+        Head((call & 0xf_ffff) << 44 | (algorithm as u64 & 0xff) << 36 | bytes)
+    }
+
+    /// Whether this head was written for call `call` (an older one is a
+    /// stale value: the peer wrote nothing here in this call).
+    pub fn is_of_call(self, call: u64) -> bool {
+        self.0 >> 44 == call & 0xf_ffff
+    }
+
+    /// The writer's algorithm (its registry index, modulo 256).
+    pub fn algorithm(self) -> usize {
+        (self.0 >> 36 & 0xff) as usize
+    }
+
+    /// The writer's bytes; `None` beyond what a head holds (64 GiB).
+    pub fn bytes(self) -> Option<usize> {
+        let bytes = self.0 & Head::BYTES;
+        (bytes < Head::BYTES).then_some(bytes as usize)
+    }
+
+    /// Whether the writer has `bytes` (as far as a head tells).
+    pub fn has_bytes(self, bytes: usize) -> bool {
+        self.0 & Head::BYTES == (bytes as u64).min(Head::BYTES)
+    }
+
+    /// Whether this is `mine` but for the bytes.
+    fn same_call(self, mine: Head) -> bool {
+        self.0 >> 36 == mine.0 >> 36
+    }
+}
+
+/// A peer runs another call than this rank (an erroneous program: counts,
+/// roots or algorithms that differ): which peer, its head if it wrote one
+/// for this call, and whether it has more bytes than this rank expected of
+/// it (a truncation, as MPI calls it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub peer: usize,
+    pub head: Option<Head>,
+    pub truncates: bool,
+}
+
+impl Mismatch {
+    /// Of peer `peer`, whose head is `head`, where this rank expected
+    /// `expected` bytes of it.
+    pub fn new(peer: usize, head: Option<Head>, expected: Option<usize>) -> Mismatch {
+        let truncates = matches!((head.and_then(Head::bytes), expected), (Some(theirs), Some(mine)) if theirs > mine);
+        Mismatch { peer, head, truncates }
+    }
+}
+
+/// Where a step's data, and so its writer's head, went: a slot (up to
+/// [`INLINE`] bytes with [`Team::put`], or [`in_lines`] with
+/// [`Team::put_lines`]), or the chunk area and words beside `ready`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    Slot,
+    Area,
+}
+
+impl Via {
+    /// For `len` bytes written with [`Team::put`] (`lines`: or with
+    /// [`Team::put_lines`] where they fit).
+    pub fn of(len: usize, lines: bool) -> Via {
+        if len <= INLINE || (lines && in_lines(len)) {
+            Via::Slot
+        } else {
+            Via::Area
+        }
+    }
+}
+
+/// What a rank checks a peer's head against: its own call, with the same
+/// bytes or, where ranks have bytes of their own (a Gatherv's blocks),
+/// with the bytes this rank expects of that peer (`None`: any).
+#[derive(Clone, Copy, Debug)]
+pub struct Expect(pub Option<usize>);
 
 /// Settings of the node primitives: the size from which copies into the
 /// segment stream past the cache ([`super::stream`]; 0: never), the
@@ -110,9 +218,41 @@ pub struct Team<'a, M = ()> {
 }
 
 impl<M> Team<'_, M> {
+    /// Starts the node's next call, of `bytes` on this rank with the
+    /// registry's algorithm `algorithm`: its steps count from the call's
+    /// number.
+    pub fn begin(&mut self, algorithm: usize, bytes: usize) {
+        self.state.call += 1;
+        self.state.step = self.state.call << CALL_SHIFT;
+        self.state.head = Head::new(self.state.call, algorithm, bytes);
+    }
+
+    /// Runs the current call again from its start as `head`'s call (a
+    /// Bcast receiver that follows its root's call): only before this rank
+    /// has written anything in it.
+    pub fn restart_as(&mut self, head: Head) {
+        self.state.step = self.state.call << CALL_SHIFT;
+        self.state.head = head;
+    }
+
+    /// Ends the call: this rank reads and writes nothing more of it, and
+    /// says so as its last possible step, which wakes a peer waiting for
+    /// a step this rank never took (an erroneous program).
+    pub fn end(&self) {
+        let last = self.state.call << CALL_SHIFT | STEP_MASK;
+        let control = self.seg.control(self.rank);
+        // Release: this rank's reads of the call happen before any
+        // overwrite by a writer that acquires `done`.
+        control.done.store(last, Release);
+        // Release: the done above is visible with it (a rank seen at a
+        // step is done with the steps before).
+        control.ready.store(last, Release);
+    }
+
     /// Starts the next step; returns its number.
     pub fn next_step(&mut self) -> u64 {
         self.state.step += 1;
+        assert!(self.state.step & STEP_MASK != STEP_MASK, "a node call of 2^24 steps");
         self.state.step
     }
 
@@ -146,7 +286,7 @@ impl<M> Team<'_, M> {
 
     /// Copies `src` into this rank's area of step `s`, once no one reads
     /// the place any more, to be published (a slot's data is visible to
-    /// [`Team::wait_data`] at once).
+    /// [`Team::wait_data`] at once), with this rank's head.
     pub fn put(&mut self, s: u64, src: &[u8]) {
         self.put_stored(s, src, self.streams(src.len()));
     }
@@ -154,10 +294,13 @@ impl<M> Team<'_, M> {
     /// [`Team::put`] with the stores of a copy into the chunk area given.
     pub fn put_stored(&mut self, s: u64, src: &[u8], stream: bool) {
         if src.len() <= INLINE {
-            self.wait_done(s.saturating_sub(SLOTS as u64));
+            self.slot_writable(s);
             self.my_area_bytes(s, src.len()).copy_from_slice(src);
+            let slot = self.seg.slot(self.rank, s, 0);
+            // Relaxed: ordered by the release below.
+            slot.head.store(self.state.head.0, Relaxed);
             // Release: the slot's data before its step, for wait_data's acquire.
-            self.seg.slot(self.rank, s, 0).step.store(s, Release);
+            slot.step.store(s, Release);
         } else {
             self.writable(s);
             super::stream::copy_with(self.my_area_bytes(s, src.len()), src, stream);
@@ -165,16 +308,87 @@ impl<M> Team<'_, M> {
     }
 
     /// Rank `r`'s `len` bytes of step `s`, once there. For data written
-    /// with [`Team::put`] (a slot's step is set by nothing else).
-    pub fn wait_data(&self, r: usize, s: u64, len: usize) -> &[u8] {
+    /// with [`Team::put`] (a slot's step is set by nothing else); a
+    /// [`Mismatch`] where `r` published step `s` without that slot (it
+    /// runs another call).
+    pub fn wait_data(&self, r: usize, s: u64, len: usize) -> Result<&[u8], Mismatch> {
         if len <= INLINE {
-            let step = &self.seg.slot(r, s, 0).step;
-            // Acquire: pairs with put's release; the slot's data is visible.
-            Backoff::until(|| step.load(Acquire) >= s);
+            self.wait_slot(r, s, 1)?;
         } else {
             self.wait_ready(r, s);
         }
-        self.area_bytes(r, s, len)
+        Ok(self.area_bytes(r, s, len))
+    }
+
+    /// Waits until the first `lines` lines of rank `r`'s slot hold step
+    /// `s`, or `r` has published `s` (or ended the call) without them: a
+    /// [`Mismatch`]. A writer publishes after its lines, so a reader that
+    /// sees the publish sees the lines of a matching call.
+    fn wait_slot(&self, r: usize, s: u64, lines: usize) -> Result<(), Mismatch> {
+        let lines = || (0..lines).map(|i| self.seg.slot(r, s, i));
+        let ready = &self.seg.control(r).ready;
+        // Acquire: pairs with each line's release in put/put_lines, so its
+        // data is visible. Each pass loads every line (no short cut), so
+        // that their misses overlap; `ready` only when they are not there.
+        Backoff::until(|| {
+            lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all) || ready.load(Acquire) >= s
+        });
+        if lines().all(|line| line.step.load(Acquire) == s) {
+            Ok(())
+        } else {
+            Err(self.mismatch(r, s))
+        }
+    }
+
+    /// Checks rank `r`'s head for step `s` (after waiting for the step)
+    /// against this rank's call, with bytes as `expect` says. The head is
+    /// looked for where `via` says the data went, then (a head that is not
+    /// of this call there) in the other place before it counts as none.
+    pub fn check(&self, r: usize, s: u64, via: Via, expect: Expect) -> Result<(), Mismatch> {
+        let head = match via {
+            Via::Slot => self.slot_head(r, s),
+            Via::Area => self.area_head(r, s),
+        };
+        let head = Some(head).filter(|h| h.is_of_call(self.state.call)).or_else(|| self.head_of(r, s));
+        match head {
+            Some(h) if h.same_call(self.state.head) && expect.0.is_none_or(|bytes| h.has_bytes(bytes)) => Ok(()),
+            _ => Err(Mismatch::new(r, head.or_else(|| self.any_head(r, s)), expect.0)),
+        }
+    }
+
+    /// Rank `r`'s head of this call for step `s`, wherever it wrote one.
+    fn head_of(&self, r: usize, s: u64) -> Option<Head> {
+        let call = self.state.call;
+        [self.area_head(r, s), self.slot_head(r, s)].into_iter().find(|h| h.is_of_call(call))
+    }
+
+    /// The head in rank `r`'s slot of step `s` (after acquiring its step).
+    fn slot_head(&self, r: usize, s: u64) -> Head {
+        // Relaxed: ordered by the acquire of the slot's step (or ready).
+        Head(self.seg.slot(r, s, 0).head.load(Relaxed))
+    }
+
+    /// The head with rank `r`'s area of step `s` (after acquiring `ready`).
+    fn area_head(&self, r: usize, s: u64) -> Head {
+        // Relaxed: ordered by the acquire of `ready`.
+        Head(self.seg.control(r).heads[place(s) % 2].load(Relaxed))
+    }
+
+    /// The mismatch of a peer that did not write what this rank waits for.
+    pub fn mismatch(&self, r: usize, s: u64) -> Mismatch {
+        Mismatch::new(r, self.head_of(r, s).or_else(|| self.any_head(r, s)), self.mine().0)
+    }
+
+    /// Any head rank `r` wrote in this call (with either chunk area, or in
+    /// step `s`'s slot): what a mismatch reports of a peer that stopped
+    /// before step `s`. Never a proof that `r`'s data of `s` is there.
+    fn any_head(&self, r: usize, s: u64) -> Option<Head> {
+        let heads = &self.seg.control(r).heads;
+        // Relaxed: only read to describe the peer, not to use its data.
+        [heads[0].load(Relaxed), heads[1].load(Relaxed), self.slot_head(r, s).0]
+            .into_iter()
+            .map(Head)
+            .find(|h| h.is_of_call(self.state.call))
     }
 
     /// Writes a message [`in_lines`] to the lines of the step's slot,
@@ -187,47 +401,71 @@ impl<M> Team<'_, M> {
     /// Bcast or Gatherv of 128-168 B got up to 0.12 us slower that way).
     pub fn put_lines(&mut self, s: u64, src: &[u8]) {
         debug_assert!(in_lines(src.len()));
-        self.wait_done(s.saturating_sub(SLOTS as u64));
+        self.slot_writable(s);
         for (i, piece) in src.chunks(INLINE).enumerate() {
             let line = self.seg.slot(self.rank, s, i);
             // SAFETY: a line's data holds INLINE >= piece.len() bytes, which
             // only this rank writes, and no one reads them now: the readers
-            // of the slot's last step (s - SLOTS) are done with it.
+            // of the slot's last step are done with it.
             unsafe { std::ptr::copy_nonoverlapping(piece.as_ptr(), line.data.as_ptr() as *mut u8, piece.len()) };
+            // Relaxed: ordered by the release below.
+            line.head.store(self.state.head.0, Relaxed);
             // Release: the line's data before its step, for wait_lines' acquire.
             line.step.store(s, Release);
         }
     }
 
+    /// Waits until every rank is done with the last step this rank wrote
+    /// its slot of step `s` for, and records `s` as that step.
+    fn slot_writable(&mut self, s: u64) {
+        let slot = place(s) % SLOTS;
+        if self.state.slot_written[slot] != s {
+            self.wait_done(self.state.slot_written[slot]);
+            self.state.slot_written[slot] = s;
+        }
+    }
+
     /// Copies rank `r`'s message of step `s` (written with
-    /// [`Team::put_lines`], as long as `into`) into `into` once there.
-    pub fn wait_lines(&self, r: usize, s: u64, into: &mut [u8]) {
+    /// [`Team::put_lines`], as long as `into`) into `into` once there; a
+    /// [`Mismatch`] as [`Team::wait_data`] says.
+    pub fn wait_lines(&self, r: usize, s: u64, into: &mut [u8]) -> Result<(), Mismatch> {
         let len = into.len();
         debug_assert!(in_lines(len));
-        let lines = || (0..len.div_ceil(INLINE)).map(|i| self.seg.slot(r, s, i));
-        // Acquire: pairs with each line's release in put_lines, so its data
-        // is visible. Each pass loads every line (no short cut), so that
-        // their misses overlap.
-        Backoff::until(|| lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all));
-        for (piece, line) in into.chunks_mut(INLINE).zip(lines()) {
+        self.wait_slot(r, s, len.div_ceil(INLINE))?;
+        let lines = (0..len.div_ceil(INLINE)).map(|i| self.seg.slot(r, s, i));
+        for (piece, line) in into.chunks_mut(INLINE).zip(lines) {
             // SAFETY: the line holds piece.len() bytes of step s (acquired
             // above), which the writer leaves alone until this rank is done
             // with s.
             unsafe { std::ptr::copy_nonoverlapping(line.data.as_ptr() as *const u8, piece.as_mut_ptr(), piece.len()) };
         }
+        Ok(())
     }
 
     /// Waits for every other rank's `len` bytes of step `s` (written with
     /// [`Team::put`]), after this rank has published `s`.
-    pub fn wait_others_data(&mut self, s: u64, len: usize) {
+    pub fn wait_others_data(&mut self, s: u64, len: usize) -> Result<(), Mismatch> {
         if len <= INLINE {
             for r in (0..self.size).filter(|&r| r != self.rank) {
-                self.wait_data(r, s, len);
+                self.wait_data(r, s, len)?;
             }
         } else {
             // Every rank's `ready`, which also tells what all have finished.
             self.wait_all_ready(s);
         }
+        Ok(())
+    }
+
+    /// Checks every other rank's head for step `s` (after waiting for
+    /// it), expecting this rank's call and bytes.
+    pub fn check_others(&self, s: u64, via: Via) -> Result<(), Mismatch> {
+        let mine = self.mine();
+        (0..self.size).filter(|&r| r != self.rank).try_for_each(|r| self.check(r, s, via, mine))
+    }
+
+    /// What a peer of the same call has: this rank's bytes.
+    pub fn mine(&self) -> Expect {
+        Expect(Some((self.state.head.0 & Head::BYTES) as usize))
     }
 
     /// Whether copies into the segment for a transfer of `len` bytes
@@ -246,9 +484,19 @@ impl<M> Team<'_, M> {
     }
 
     /// Waits until this rank may overwrite its chunk area, words and slot
-    /// for step `s`.
+    /// for step `s` (at once if it already may: a step's writes may come
+    /// in several parts), and puts its head with them. The slot too: a
+    /// step's data of up to [`INLINE`] bytes lives there
+    /// ([`Team::my_area_bytes`]).
     pub fn writable(&mut self, s: u64) {
-        self.wait_done(s.saturating_sub(2));
+        let parity = place(s) % 2;
+        if self.state.area_written[parity] != s {
+            self.wait_done(self.state.area_written[parity]);
+            self.state.area_written[parity] = s;
+        }
+        self.slot_writable(s);
+        // Relaxed: ordered by the release of the following publish.
+        self.seg.control(self.rank).heads[parity].store(self.state.head.0, Relaxed);
     }
 
     /// Waits until every rank is done with step `need`.
@@ -287,7 +535,7 @@ impl<M> Team<'_, M> {
     /// ranks: set by `r` before its publish of `s`, then updated only by
     /// read-modify-write operations of ranks that saw that publish.
     pub fn shared_word(&self, r: usize, s: u64, i: usize) -> &AtomicU64 {
-        &self.seg.control(r).words[s as usize % 2][i]
+        &self.seg.control(r).words[place(s) % 2][i]
     }
 
     /// Rank `r`'s word `i` of step `s` (after [`Team::wait_ready`] on `r`).

@@ -44,6 +44,7 @@ use crate::algos::node::Team;
 use crate::algos::ParamSpec;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::Mismatch;
 
 /// Concurrent streams one node's link is assumed to need before it
 /// saturates: the default number of leaders when nothing says otherwise
@@ -58,7 +59,13 @@ pub fn leaders(asked: Option<usize>, smallest_node: usize) -> usize {
 }
 
 /// DPML Allreduce with `l` leaders per node (see [`leaders`]).
-pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, l: usize, c: &dyn Combiner) {
+pub fn allreduce(
+    part: Part<'_, '_>,
+    desc: &CallDesc,
+    mut bufs: Buffers<'_>,
+    l: usize,
+    c: &dyn Combiner,
+) -> Result<(), Mismatch> {
     let Part { team, map, rank, inter, .. } = part;
     let nodes = map.nodes();
     let node = map.node_of[rank];
@@ -72,7 +79,8 @@ pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, l: 
     if team.peers.is_some() && bufs.scratch.len() >= zero_copy_scratch(team.size, team.state.memory.sizes.sub_chunk) {
         zero_copy(team, &mut bufs, desc.unit, l, &mut between, c)
     } else {
-        copy_in(team, &mut bufs, desc.unit, l, &mut between, c)
+        copy_in(team, &mut bufs, desc.unit, l, &mut between, c);
+        Ok(())
     }
 }
 
@@ -86,11 +94,11 @@ fn zero_copy(
     l: usize,
     between: &mut dyn FnMut(&mut [u8]),
     c: &dyn Combiner,
-) {
+) -> Result<(), Mismatch> {
     let peers = team.peers.expect("zero copy needs peer memory access");
     let n = vector_len(bufs);
     let (me, q) = (team.rank, team.size);
-    let s = publish_vectors(team, bufs);
+    let s = publish_vectors(team, bufs)?;
     if me < l {
         let mine = slice_bytes(me, l, n, unit);
         let (lo, hi) = (mine.start, mine.end);
@@ -120,6 +128,7 @@ fn zero_copy(
     team.publish(t);
     team.wait_all_ready(t);
     team.finish(t);
+    Ok(())
 }
 
 /// Chunk by chunk through the segment: everyone copies in, leaders combine
@@ -179,7 +188,7 @@ pub const PARAMS: &[ParamSpec] = &[ParamSpec {
 }];
 
 /// DPML, as the registry runs it.
-pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let (bufs, _, _) = call.into_reduction();
     let asked = match part.params.first() {
         Some(&l) if l > 0 => Some(l as usize),

@@ -23,20 +23,21 @@ use super::{between_nodes_call, node_bcast, node_reduce, Part};
 use crate::algos::node::NodeCall;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::Mismatch;
 
-pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, c: &dyn Combiner) {
+pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, mut bufs: Buffers<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let Part { team, map, rank, inter, plan, .. } = part;
-    node_reduce(plan, team, &mut bufs, desc.unit, Some(0), c);
+    node_reduce(plan, team, &mut bufs, desc.unit, Some(0), c)?;
     if team.rank == 0 {
         let reps = map.representatives(None);
         let d = between_nodes_call(desc, reps.len(), map.node_of[rank], 0, true, bufs.recv.len());
         inter.run(&d, &reps, &GatherLayout::default(), None, bufs.recv, c);
     }
-    node_bcast(plan, team, bufs.recv, 0, c);
+    node_bcast(plan, team, bufs.recv, 0, c)
 }
 
 /// [`allreduce`], as the registry runs it.
-pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let (bufs, _, _) = call.into_reduction();
     allreduce(part, desc, bufs, c)
 }

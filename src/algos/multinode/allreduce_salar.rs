@@ -47,6 +47,7 @@
 //! the node stage `(m + q m/(q-1) γ)` and the leader's stage
 //! `2 fence + (N-1)/N m (β + γ) + (N-1)/N m β + 3 m copy`.
 
+use crate::shm::team::Mismatch;
 use std::time::Instant;
 
 use super::OneSided;
@@ -326,10 +327,11 @@ pub const PARAMS: &[ParamSpec] = &[ParamSpec {
 }];
 
 /// SALaR, as the registry runs it.
-pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let (bufs, _, _) = call.into_reduction();
     let fixed = part.params.first().filter(|&&b| b > 0).map(|&b| b as usize);
-    allreduce(part, desc, bufs, fixed, c)
+    allreduce(part, desc, bufs, fixed, c);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use super::{between_nodes_call, node_bcast, Part};
 use crate::algos::node::NodeCall;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::Combiner;
+use crate::shm::team::Mismatch;
 
-pub fn bcast(part: Part<'_, '_>, desc: &CallDesc, data: &mut [u8], c: &dyn Combiner) {
+pub fn bcast(part: Part<'_, '_>, desc: &CallDesc, data: &mut [u8], c: &dyn Combiner) -> Result<(), Mismatch> {
     let Part { team, map, rank, inter, plan, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
@@ -24,11 +25,11 @@ pub fn bcast(part: Part<'_, '_>, desc: &CallDesc, data: &mut [u8], c: &dyn Combi
         let d = between_nodes_call(desc, reps.len(), node, map.node_of[desc.root], false, data.len());
         inter.run(&d, &reps, &GatherLayout::default(), None, &mut *data, c);
     }
-    node_bcast(plan, team, data, map.local_of[reps[node]], c);
+    node_bcast(plan, team, data, map.local_of[reps[node]], c)
 }
 
 /// [`bcast`], as the registry runs it.
-pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let (data, _) = call.into_bcast();
     bcast(part, desc, data, c)
 }

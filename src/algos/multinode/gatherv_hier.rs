@@ -21,13 +21,14 @@ use crate::algos::node::gatherv_shm as gatherv;
 use crate::algos::node::NodeCall;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::Combiner;
+use crate::shm::team::Mismatch;
 
 /// Published word: a rank's block length, for its representative.
 const LENGTH: usize = 0;
 
 /// Gatherv; `layout` is the root's (empty elsewhere), `recv` the root's
 /// receive region.
-pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &dyn Combiner) {
+pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let Part { team, map, rank, inter, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
@@ -69,9 +70,9 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
             in_place: false,
         },
         gatherv::Mode::Auto,
-    );
+    )?;
     if rank != rep {
-        return;
+        return Ok(());
     }
     // Step 3: the node's blocks to the root, as one block each of a
     // Gatherv between representatives into the root's staging buffer.
@@ -120,9 +121,10 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
             *from += len;
         }
     }
+    Ok(())
 }
 
 /// [`gatherv`], as the registry runs it.
-pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     gatherv(part, desc, call.into_gatherv(), c)
 }

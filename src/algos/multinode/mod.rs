@@ -21,9 +21,10 @@ use crate::algos::{Algorithm, Params};
 use crate::core::call::{CallDesc, GatherLayout, Topo};
 use crate::core::types::Coll;
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::Mismatch;
 
 /// A node-aware composition, as the registry holds it.
-pub type HierFn = fn(Part<'_, '_>, &CallDesc, NodeCall<'_>, &dyn Combiner);
+pub type HierFn = fn(Part<'_, '_>, &CallDesc, NodeCall<'_>, &dyn Combiner) -> Result<(), Mismatch>;
 
 /// What a multi-node call runs besides its composition, planned with it
 /// (`select::multinode`) so that nothing is decided while it runs.
@@ -165,13 +166,19 @@ pub(crate) fn node_reduce(
     unit: usize,
     root: Option<usize>,
     c: &dyn Combiner,
-) {
+) -> Result<(), Mismatch> {
     let bufs = Buffers { send: bufs.send, recv: &mut *bufs.recv, scratch: &mut *bufs.scratch };
     StagePlan::node_fn(plan.node_reduce)(team, NodeCall::Reduce { bufs, unit, root }, c)
 }
 
 /// The node stage of a broadcast, as the plan says.
-pub(crate) fn node_bcast(plan: &StagePlan, team: &mut Team<'_>, data: &mut [u8], root: usize, c: &dyn Combiner) {
+pub(crate) fn node_bcast(
+    plan: &StagePlan,
+    team: &mut Team<'_>,
+    data: &mut [u8],
+    root: usize,
+    c: &dyn Combiner,
+) -> Result<(), Mismatch> {
     StagePlan::node_fn(plan.node_bcast)(team, NodeCall::Bcast { data, root }, c)
 }
 

@@ -20,8 +20,9 @@ use super::{between_nodes_call, node_reduce, Part};
 use crate::algos::node::NodeCall;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::Mismatch;
 
-pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Combiner) {
+pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let Part { team, map, rank, inter, plan, .. } = part;
     let reps = map.representatives(Some(desc.root));
     let node = map.node_of[rank];
@@ -33,7 +34,7 @@ pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Co
     {
         let recv: &mut [u8] = if is_rep && rank != desc.root { &mut node_result } else { &mut *bufs.recv };
         let mut b = Buffers { send: bufs.send, recv, scratch: &mut *bufs.scratch };
-        node_reduce(plan, team, &mut b, desc.unit, Some(rep_local), c);
+        node_reduce(plan, team, &mut b, desc.unit, Some(rep_local), c)?;
     }
     if is_rep {
         let root_node = map.node_of[desc.root];
@@ -45,10 +46,11 @@ pub fn reduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, c: &dyn Co
             inter.run(&d, &reps, &GatherLayout::default(), Some(&node_result), &mut [], c);
         }
     }
+    Ok(())
 }
 
 /// [`reduce`], as the registry runs it.
-pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) {
+pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     let (bufs, _, _) = call.into_reduction();
     reduce(part, desc, bufs, c)
 }

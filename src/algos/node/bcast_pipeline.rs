@@ -28,10 +28,11 @@ use super::{NodeCall, Team};
 use crate::adapt::stores::BcastStores;
 use crate::exec::Combiner;
 use crate::shm::prefetch;
+use crate::shm::team::{Mismatch, Via};
 
 /// The pipeline through the chunk areas. `data` is the whole message at
 /// every rank (the root's to send, the others' to fill).
-pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let chunk = team.seg.geo.chunk;
     let stream_out = team.streams_out(data.len());
     let stores = BcastStores::start(team, root, data.len());
@@ -51,7 +52,10 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
-            let from_root = team.wait_data(root, s, len);
+            let from_root = team.wait_data(root, s, len)?;
+            if off == 0 {
+                team.check(root, s, Via::of(len, false), team.mine())?;
+            }
             crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out, team.settings.ahead);
             if off == 0 && stores.timed() {
                 streamed = team.word(root, s, STORES) != 0;
@@ -61,6 +65,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         off += len;
     }
     stores.end(team, streamed);
+    Ok(())
 }
 
 /// The published word of a pipeline's first step where the readers choose
@@ -68,7 +73,7 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) {
 const STORES: usize = 0;
 
 /// [`pipeline`], as the registry runs it.
-pub fn run_pipeline(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_pipeline(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     let (data, root) = call.into_bcast();
     pipeline(team, data, root)
 }

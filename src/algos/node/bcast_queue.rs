@@ -35,6 +35,7 @@ use crate::adapt::stores::BcastStores;
 use crate::core::pattern::{kary_children, knomial_children};
 use crate::exec::Combiner;
 use crate::shm::prefetch;
+use crate::shm::team::{Mismatch, Via};
 use crate::shm::wait::Backoff;
 
 /// How notifications travel from the root in the queue broadcast.
@@ -85,7 +86,7 @@ pub fn model_fragment(m: usize, queue: usize, max: usize) -> usize {
 /// The queue broadcast, as in the paper's pseudo-code. `fragment` bytes per
 /// slot (at most the slot size; 0 for the model's), notifications down
 /// `tree`.
-pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) {
+pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) -> Result<(), Mismatch> {
     let geo = team.seg.geo;
     let (p, me) = (team.size, team.rank);
     let (slots, sets) = (geo.slots, geo.sets.clamp(1, geo.slots));
@@ -94,6 +95,18 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
     let f = f.clamp(1, geo.slot_bytes);
     let rel = (me + p - root) % p;
     let children: Vec<usize> = tree.children(rel, p).into_iter().map(|c| (c + root) % p).collect();
+    // A first step in which the root publishes its head, which every
+    // reader checks before it takes part: a reader of another call (an
+    // erroneous program) must not count itself out of sets it never read.
+    let s = team.next_step();
+    if me == root {
+        team.writable(s);
+        team.publish(s);
+    } else {
+        team.wait_ready(root, s);
+        team.check(root, s, Via::Area, team.mine())?;
+    }
+    team.finish(s);
     let notify = |index: usize, size: u64| {
         for &child in &children {
             // Release: for the root, its copy into the slot happens before
@@ -167,6 +180,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
         }
     }
     stores.end(team, streamed);
+    Ok(())
 }
 
 /// The bit of a fragment's notification that tells the readers the root's
@@ -175,7 +189,7 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
 const STREAMED: u64 = 1 << 63;
 
 /// [`queue`] with the communicator's queue settings, as the registry runs it.
-pub fn run_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     let (data, root) = call.into_bcast();
     let q = team.state.memory.queue;
     queue(team, data, root, q.fragment, q.tree)

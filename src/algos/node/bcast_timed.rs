@@ -32,6 +32,7 @@ use super::bcast_zcopy::{announce, copy_across, zero_copy, METHOD};
 use super::{NodeCall, Team};
 use crate::adapt::choice::Alternative;
 use crate::exec::Combiner;
+use crate::shm::team::Mismatch;
 
 /// How a large broadcast moves the message ([`timed`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +65,7 @@ impl Alternative for Method {
 /// ([`TIMED_FROM`] by default; with PCOLL_SHM_ADAPT), zero copy or the
 /// pipeline as the root's timings favour; else zero copy. The team must
 /// have [`Team::peers`].
-pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
+pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let n = data.len();
     if team.settings.oversubscribed {
         // Zero copy needs every reader on a core at once, and the root
@@ -77,14 +78,14 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
         return zero_copy(team, data, root);
     }
     let pick = (team.rank == root).then(|| team.state.memory.bcast_method.pick(n));
-    let s = announce(team, data, pick.map(|pick| pick.method));
+    let s = announce(team, data, root, pick.map(|pick| pick.method))?;
     // From the moment all have arrived: their lateness is no method's.
     let start = Instant::now();
     match Method::BOTH[team.word(root, s, METHOD) as usize] {
-        Method::ZeroCopy => copy_across(team, data, root, s),
+        Method::ZeroCopy => copy_across(team, data, root, s)?,
         Method::Pipeline => {
             team.finish(s);
-            pipeline(team, data, root);
+            pipeline(team, data, root)?;
             // The root's time then includes the readers' last copy-out.
             team.barrier();
         }
@@ -95,10 +96,11 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) {
             log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
         }
     }
+    Ok(())
 }
 
 /// [`timed`], as the registry runs it.
-pub fn run_timed(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_timed(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     let (data, root) = call.into_bcast();
     timed(team, data, root)
 }

@@ -27,6 +27,7 @@ use super::bcast_timed::Method;
 use super::{NodeCall, Team};
 use crate::adapt::choice::Alternative;
 use crate::exec::Combiner;
+use crate::shm::team::{Mismatch, Via};
 
 /// Published words of the first step: every rank's buffer address, and
 /// the root's method ([`super::bcast_timed::timed`]).
@@ -34,9 +35,21 @@ const BUFFER: usize = 0;
 pub(super) const METHOD: usize = 1;
 
 /// The first step of a zero-copy or timed broadcast: every rank publishes
-/// its buffer, the root also `method`; returns the step once all have.
-pub(super) fn announce(team: &mut Team<'_>, data: &mut [u8], method: Option<Method>) -> u64 {
+/// its buffer, the root also `method`; returns the step once all have. A
+/// reader publishes only once it has checked the root's head: a reader of
+/// another call (an erroneous program) follows the root's call instead
+/// (see the driver's dispatch), and must not have offered its buffer.
+pub(super) fn announce(
+    team: &mut Team<'_>,
+    data: &mut [u8],
+    root: usize,
+    method: Option<Method>,
+) -> Result<u64, Mismatch> {
     let s = team.next_step();
+    if team.rank != root {
+        team.wait_ready(root, s);
+        team.check(root, s, Via::Area, team.mine())?;
+    }
     team.writable(s);
     team.set_word(s, BUFFER, data.as_mut_ptr() as u64);
     if let Some(method) = method {
@@ -44,25 +57,32 @@ pub(super) fn announce(team: &mut Team<'_>, data: &mut [u8], method: Option<Meth
     }
     team.publish(s);
     team.wait_all_ready(s);
-    s
+    Ok(s)
 }
 
 /// The zero-copy broadcast; the team must have [`Team::peers`].
-pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) {
-    let s = announce(team, data, None);
-    copy_across(team, data, root, s);
+pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
+    let s = announce(team, data, root, None)?;
+    copy_across(team, data, root, s)
 }
 
-/// Zero copy after [`announce`] as step `s`.
-pub(super) fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64) {
+/// Zero copy after [`announce`] as step `s`. The root writes only into
+/// readers whose head it checked (a reader of another call published no
+/// buffer of this call's length), serves the others, and reports the
+/// first such reader at the end.
+pub(super) fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64) -> Result<(), Mismatch> {
     let peers = team.peers.expect("zero copy needs peer memory access");
     let (p, me, n) = (team.size, team.rank, data.len());
     // The root writes the last 1/p into each reader; the readers read the
     // rest from the root.
     let split = n - n / p;
+    let mut mismatch = None;
     if me == root {
         for r in (0..p).filter(|&r| r != root) {
-            peers.write(r, team.word(r, s, BUFFER) as usize + split, &data[split..]);
+            match team.check(r, s, Via::Area, team.mine()) {
+                Ok(()) => peers.write(r, team.word(r, s, BUFFER) as usize + split, &data[split..]),
+                Err(m) => mismatch = mismatch.or(Some(m)),
+            }
         }
     } else {
         peers.read(root, team.word(root, s, BUFFER) as usize, &mut data[..split]);
@@ -72,10 +92,11 @@ pub(super) fn copy_across(team: &mut Team<'_>, data: &mut [u8], root: usize, s: 
     team.publish(t);
     team.wait_all_ready(t);
     team.finish(t);
+    mismatch.map_or(Ok(()), Err)
 }
 
 /// [`zero_copy`], as the registry runs it.
-pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     let (data, root) = call.into_bcast();
     zero_copy(team, data, root)
 }

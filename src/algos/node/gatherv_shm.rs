@@ -33,8 +33,7 @@
 //!   every rank takes the same number of steps.
 //!
 //! Trace, direct (auto), p = 3, rank 1 small, rank 2 large: the root
-//! publishes its buffer and the layout (only when some block goes direct)
-//! and copies its own block; rank 1 copies its block into its area,
+//! publishes its buffer and the layout and copies its own block; rank 1 copies its block into its area,
 //! publishes and returns; rank 2 waits for the root's step, copies the
 //! last third of its block into its area, publishes, and writes the rest
 //! into the root's buffer from the front; the root copies rank 1's block
@@ -62,6 +61,7 @@ use super::{NodeCall, Team};
 use crate::adapt::stores;
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
+use crate::shm::team::{Expect, Mismatch, Via};
 use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
@@ -109,7 +109,7 @@ impl Gather<'_> {
     }
 }
 
-pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) {
+pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
     match team.peers {
         Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
         _ => rounds(team, g),
@@ -117,17 +117,17 @@ pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) {
 }
 
 /// The `shm` Gatherv (auto mode), as the registry runs it.
-pub fn run_auto(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_auto(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     run(team, &mut call.into_gatherv(), Mode::Auto)
 }
 
 /// `shm_copy`, as the registry runs it.
-pub fn run_copy_in(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_copy_in(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     run(team, &mut call.into_gatherv(), Mode::CopyIn)
 }
 
 /// `shm_zcopy`, as the registry runs it.
-pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) {
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     run(team, &mut call.into_gatherv(), Mode::ZeroCopy)
 }
 
@@ -156,8 +156,14 @@ fn through_segment(team: &Team<'_>, mode: Mode, len: usize) -> usize {
     }
 }
 
-/// The direct way (see the module documentation).
-fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode: Mode) {
+/// The direct way (see the module documentation). The root always
+/// publishes its buffer and layout, so that an owner that thinks its block
+/// goes direct finds out whether the root thinks so too (an erroneous
+/// program's counts differ), and checks every owner's head before it uses
+/// the owner's data or words; it skips an owner of another call and
+/// reports it once every other block is in place, the owners' writes into
+/// its buffer among them.
+fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
     let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
     let size = team.state.memory.sizes.gatherv_piece.max(1);
     let copy_in_up_to = team.state.memory.sizes.gatherv_copy_in_up_to;
@@ -167,27 +173,28 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     // Whether the root reads part of this rank's block from its send buffer.
     let mut root_reads = false;
     let mut timing = None;
+    let mut mismatch = None;
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
         timing = stores::reader_start(team, others().map(|(_, (_, len))| len));
-        // Only ranks with direct blocks wait for step s: without any, the
-        // root leaves its flags alone (a reader of them would cost each
-        // small block a cache-line transfer).
-        if others().any(|(_, (_, len))| direct(len)) {
-            team.writable(s);
-            team.set_word(s, BUFFER, g.recv.as_mut_ptr() as u64);
-            let table = team.my_area_bytes(s, 16 * p);
-            for (entry, &(off, len)) in table.chunks_exact_mut(16).zip(&g.layout.blocks) {
-                entry[..8].copy_from_slice(&(off as u64).to_ne_bytes());
-                entry[8..].copy_from_slice(&(len as u64).to_ne_bytes());
-            }
-            team.publish(s);
+        team.writable(s);
+        team.set_word(s, BUFFER, g.recv.as_mut_ptr() as u64);
+        let table = team.my_area_bytes(s, 16 * p);
+        for (entry, &(off, len)) in table.chunks_exact_mut(16).zip(&g.layout.blocks) {
+            entry[..8].copy_from_slice(&(off as u64).to_ne_bytes());
+            entry[8..].copy_from_slice(&(len as u64).to_ne_bytes());
         }
+        team.publish(s);
         g.place_own_block(team);
         for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
+            let expect = Expect(Some(len));
             if direct(len) {
                 // Help the owner: read its unclaimed pieces, from the back.
                 team.wait_ready(r, s);
+                if let Err(m) = team.check(r, s, Via::Area, expect) {
+                    mismatch = mismatch.or(Some(m));
+                    continue;
+                }
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
                 let head = len - through_segment(team, mode, len);
                 crate::shm::stream::copy_out(
@@ -203,15 +210,29 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 team.wait_ready(r, t);
             } else {
                 let ahead = team.settings.ahead;
-                crate::shm::stream::copy_out(&mut g.recv[off..off + len], team.wait_data(r, s, len), false, ahead);
+                match team
+                    .wait_data(r, s, len)
+                    .and_then(|data| team.check(r, s, Via::of(len, false), expect).map(|()| data))
+                {
+                    Ok(data) => crate::shm::stream::copy_out(&mut g.recv[off..off + len], data, false, ahead),
+                    Err(m) => mismatch = mismatch.or(Some(m)),
+                }
             }
         }
     } else if direct(g.send.len()) {
         team.wait_ready(g.root, s);
+        team.check(g.root, s, Via::Area, Expect(None))?;
         let entry = &team.area_bytes(g.root, s, 16 * p)[16 * me..16 * me + 16];
         let off = u64::from_ne_bytes(entry[..8].try_into().expect("8 bytes")) as usize;
         let len = u64::from_ne_bytes(entry[8..].try_into().expect("8 bytes")) as usize;
-        assert_eq!(len, g.send.len(), "rank {me}'s block differs from the root's count for it");
+        if len != g.send.len() {
+            // The root counts another length for this block: nothing goes
+            // into its buffer; the head this rank publishes tells the root
+            // its length.
+            team.writable(s);
+            team.publish(s);
+            return Err(Mismatch::new(g.root, None, None));
+        }
         let to = team.word(g.root, s, BUFFER) as usize + off;
         // The block's end into this rank's area; then offer the pieces of
         // the rest to the root, and write those it has not taken, from the
@@ -250,6 +271,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         // The root reads this rank's block until it is done with t.
         team.wait_done(t);
     }
+    mismatch.map_or(Ok(()), Err)
 }
 
 /// Default bytes of the pieces a direct block is cut into
@@ -307,8 +329,11 @@ fn claim(claims: &AtomicU64, pieces: u64, end: End) -> Option<u64> {
     }
 }
 
-/// The rounds of copy-in (see the module documentation).
-fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
+/// The rounds of copy-in (see the module documentation). The root checks
+/// every rank's head in round 0 and the others the root's, before either
+/// uses the other's data (no one writes into the root's buffer but the
+/// root).
+fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) -> Result<(), Mismatch> {
     let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
     let piece = |round: usize, len: usize| (round * chunk).min(len)..((round + 1) * chunk).min(len);
     let s = team.next_step();
@@ -325,6 +350,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
         team.put(s, &g.send[first]);
         team.publish(s);
         team.wait_ready(g.root, s);
+        team.check(g.root, s, Via::Area, Expect(None))?;
         team.word(g.root, s, ROUNDS) as usize
     };
     // Round 0 is step s; each further round one more step.
@@ -345,6 +371,9 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
             for r in (0..p).filter(|&r| r != me) {
                 let (off, len) = g.layout.blocks[r];
                 let range = piece(round, len);
+                if round == 0 {
+                    team.check(r, s, Via::of(range.len(), false), Expect(Some(len)))?;
+                }
                 let bytes = team.area_bytes(r, s, range.len());
                 let dst = &mut g.recv[off + range.start..off + range.end];
                 crate::shm::stream::copy_out(dst, bytes, false, team.settings.ahead);
@@ -352,4 +381,5 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) {
         }
         team.finish(s);
     }
+    Ok(())
 }

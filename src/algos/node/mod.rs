@@ -22,6 +22,7 @@ use crate::adapt::choice::TimedChoice;
 use crate::adapt::Adaptation;
 use crate::core::call::CallDesc;
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::Mismatch;
 
 /// One rank's view of its node for one call, with what the node
 /// algorithms keep between calls.
@@ -176,8 +177,10 @@ impl<'a> NodeCall<'a> {
     }
 }
 
-/// A node algorithm, as the registry holds it.
-pub type NodeFn = fn(&mut Team<'_>, NodeCall<'_>, &dyn Combiner);
+/// A node algorithm, as the registry holds it: a [`Mismatch`] where a
+/// peer runs another call (an erroneous program), after which this rank
+/// has left the call as [`crate::shm::team`] requires.
+pub type NodeFn = fn(&mut Team<'_>, NodeCall<'_>, &dyn Combiner) -> Result<(), Mismatch>;
 
 /// Stops a node algorithm handed another collective's call (the registry
 /// pairs each with its collective).

@@ -41,6 +41,7 @@ use super::{NodeCall, Team};
 use crate::adapt::stores::{self, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
+use crate::shm::team::{Mismatch, Via};
 
 /// Chunks of a flat Reduce: the root combines one chunk while the others
 /// copy in the next, so the call takes about one chunk's copy-in plus the
@@ -75,7 +76,7 @@ pub fn flat<C: Combiner + ?Sized>(
     unit: usize,
     root: Option<usize>,
     combiner: &C,
-) {
+) -> Result<(), Mismatch> {
     let n = vector_len(bufs);
     let chunk = match root {
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
@@ -129,11 +130,14 @@ pub fn flat<C: Combiner + ?Sized>(
                 copies.resize(team.size * len, 0);
                 for (r, copy) in copies.chunks_exact_mut(len).enumerate() {
                     if r != me || bufs.send.is_none() {
-                        team.wait_lines(r, s, copy);
+                        team.wait_lines(r, s, copy)?;
                     }
                 }
             } else {
-                team.wait_others_data(s, len);
+                team.wait_others_data(s, len)?;
+            }
+            if off == 0 {
+                team.check_others(s, Via::of(len, lines))?;
             }
             let part = |r: usize| match bufs.send {
                 Some(send) if r == me => &send[off..off + len],
@@ -156,10 +160,11 @@ pub fn flat<C: Combiner + ?Sized>(
     if let Some(rooted) = rooted {
         rooted.record(team, n);
     }
+    Ok(())
 }
 
 /// [`flat`], as the registry runs it.
-pub fn run_flat(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+pub fn run_flat(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
     let (mut bufs, unit, root) = call.into_reduction();
     flat(team, &mut bufs, unit, root, combiner)
 }

@@ -43,6 +43,7 @@ use super::reduction::{chunk_len, fold, fold_out, slice_bytes, vector_len};
 use super::{NodeCall, Team};
 use crate::adapt::stores;
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::{Mismatch, Via};
 
 /// Partitioned reduction with copy-in (see the module documentation).
 pub fn partition<C: Combiner + ?Sized>(
@@ -51,7 +52,7 @@ pub fn partition<C: Combiner + ?Sized>(
     unit: usize,
     root: Option<usize>,
     combiner: &C,
-) {
+) -> Result<(), Mismatch> {
     let n = vector_len(bufs);
     let chunk = chunk_len(team, unit);
     let (me, p) = (team.rank, team.size);
@@ -81,6 +82,9 @@ pub fn partition<C: Combiner + ?Sized>(
         }
         team.publish(s);
         team.wait_all_ready(s);
+        if off == 0 {
+            team.check_others(s, Via::Area)?;
+        }
         // Step 2: this rank's slice of the result, into its receive buffer
         // if it gets the result, and into its other area for the others.
         let t = team.next_step();
@@ -121,10 +125,11 @@ pub fn partition<C: Combiner + ?Sized>(
     if let Some(rooted) = rooted {
         rooted.record(team, n);
     }
+    Ok(())
 }
 
 /// [`partition`], as the registry runs it.
-pub fn run_partition(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+pub fn run_partition(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
     let (mut bufs, unit, root) = call.into_reduction();
     partition(team, &mut bufs, unit, root, combiner)
 }

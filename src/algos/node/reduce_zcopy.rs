@@ -32,6 +32,7 @@
 use super::reduction::{fold_out, own_part, publish_vectors, slice_bytes, vector_len, INPUT, OUTPUT};
 use super::{NodeCall, Team};
 use crate::exec::{Buffers, Combiner};
+use crate::shm::team::Mismatch;
 
 /// Partitioned reduction over zero copy: the team must have
 /// [`Team::peers`]; `bufs.scratch` holds
@@ -43,11 +44,11 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     unit: usize,
     root: Option<usize>,
     combiner: &C,
-) {
+) -> Result<(), Mismatch> {
     let peers = team.peers.expect("zero copy needs peer memory access");
     let n = vector_len(bufs);
     let (me, p) = (team.rank, team.size);
-    let s = publish_vectors(team, bufs);
+    let s = publish_vectors(team, bufs)?;
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
     // write the result where it belongs. Scratch: this rank's own part (a
     // copy with MPI_IN_PLACE, where it is also the output), a result
@@ -79,10 +80,11 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     team.publish(t);
     team.wait_all_ready(t);
     team.finish(t);
+    Ok(())
 }
 
 /// [`zero_copy`], as the registry runs it.
-pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) {
+pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
     let (mut bufs, unit, root) = call.into_reduction();
     zero_copy(team, &mut bufs, unit, root, combiner)
 }

@@ -15,6 +15,7 @@ use std::ops::Range;
 use super::Team;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
+use crate::shm::team::{Mismatch, Via};
 
 /// Default bytes of a zero-copy sub-chunk ([`super::Sizes::sub_chunk`],
 /// per peer in scratch): large enough to amortise a system call, small
@@ -90,14 +91,17 @@ pub(crate) const OUTPUT: usize = 1;
 /// Zero copy's first step: publish where this rank's input and output
 /// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
 /// has. Returns the step, which stays open while peers read those words.
-pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> u64 {
+pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> Result<u64, Mismatch> {
     let s = team.next_step();
     team.writable(s);
     team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
     team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
     team.publish(s);
     team.wait_all_ready(s);
-    s
+    // Every rank checks every head before any touches another's vector:
+    // all see the same heads, so all go on or all stop.
+    team.check_others(s, Via::Area)?;
+    Ok(s)
 }
 
 /// Bytes `at..at + len` of this rank's input, for a fold whose output is

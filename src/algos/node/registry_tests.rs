@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU64;
 
 use super::gatherv_shm::Gather;
 use super::reduction::zero_copy_scratch;
-use super::tests::{element, expected, jitter, on_threads, Interval, TEST_GEO};
+use super::tests::{element, expected, jitter, node_call, on_threads, Interval, TEST_GEO};
 use super::NodeCall;
 use crate::algos::{Impl, ALGORITHMS};
 use crate::core::call::{CallDesc, Topo};
@@ -74,7 +74,9 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                 let mut scratch = vec![0u8; zero_copy_scratch(p, team.state.memory.sizes.sub_chunk)];
                                 let op = Interval { combined: AtomicU64::new(0) };
                                 let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
-                                run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op);
+                                node_call(team, count * 8, |team| {
+                                    run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op)
+                                });
                                 if is_out {
                                     for (j, e) in recv.chunks_exact(8).enumerate() {
                                         let got = u64::from_le_bytes(e.try_into().unwrap());
@@ -87,7 +89,7 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                 let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
                                 let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
                                 let op = Interval { combined: AtomicU64::new(0) };
-                                run(team, NodeCall::Bcast { data: &mut data, root }, &op);
+                                node_call(team, n, |team| run(team, NodeCall::Bcast { data: &mut data, root }, &op));
                                 assert_eq!(data, want, "{}", context());
                             }
                             Coll::Gatherv => {
@@ -110,7 +112,7 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                     in_place: is_root && in_place,
                                 };
                                 let op = Interval { combined: AtomicU64::new(0) };
-                                run(team, NodeCall::Gatherv(g), &op);
+                                node_call(team, len, |team| run(team, NodeCall::Gatherv(g), &op));
                                 if is_root {
                                     let mut want = vec![0xEE; extent];
                                     for (r, &(o, l)) in layout.blocks.iter().enumerate() {

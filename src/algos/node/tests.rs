@@ -12,7 +12,7 @@ use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch::Ahead;
 use crate::shm::segment::{Geometry, INLINE, LINES};
 use crate::shm::team::in_lines;
-use crate::shm::team::{NodeSettings, TeamState};
+use crate::shm::team::{Mismatch, NodeSettings, TeamState};
 use crate::shm::threads::{HeapSegment, Threads};
 
 /// Runs `body(rank, team)` on `p` threads sharing one segment, with the
@@ -63,6 +63,19 @@ pub(super) fn on_threads_with(
         }
     });
     drop(heap);
+}
+
+/// One node call as the driver makes it: begun with this rank's bytes,
+/// ended whatever happens. The ranks of these tests agree, so it succeeds.
+pub(super) fn node_call<R>(
+    team: &mut Team<'_>,
+    bytes: usize,
+    run: impl FnOnce(&mut Team<'_>) -> Result<R, Mismatch>,
+) -> R {
+    team.begin(0, bytes);
+    let result = run(team);
+    team.end();
+    result.expect("a call whose ranks agree")
 }
 
 /// Copies into the segment stream from 100 bytes and copies of messages
@@ -186,7 +199,7 @@ fn slot_lines_carry_every_length_they_hold() {
                 team.publish(s);
                 let mut got = vec![0; len];
                 for r in (0..p).filter(|&r| r != rank) {
-                    team.wait_lines(r, s, &mut got);
+                    team.wait_lines(r, s, &mut got).expect("every rank writes its lines");
                     assert_eq!(got, msg(r, len), "p={p} rank={rank} from {r}, {len} B");
                 }
                 team.finish(s);
@@ -208,7 +221,7 @@ fn flat_allreduce_is_exact_around_what_slot_lines_hold() {
                     let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
                     let mut bufs =
                         Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
-                    reduce_flat::flat(team, &mut bufs, 8, None, &op);
+                    node_call(team, count * 8, |team| reduce_flat::flat(team, &mut bufs, 8, None, &op));
                     assert_elements_from(&recv, p, 0, || format!("p={p} rank={rank} call={call} count={count}"));
                 }
             }
@@ -245,11 +258,11 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
                 let send = (!(in_place && is_out)).then_some(&input[..]);
                 let mut bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                 jitter(&mut rng);
-                match algo {
+                node_call(team, count * 8, |team| match algo {
                     Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &op),
                     Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, root, &op),
                     Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, root, &op),
-                }
+                });
                 if is_out {
                     for (j, e) in recv.chunks_exact(8).enumerate() {
                         let got = u64::from_le_bytes(e.try_into().unwrap());
@@ -350,7 +363,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
                 let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
                 let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
                 jitter(&mut rng);
-                reduce_flat::flat(team, &mut bufs, 8, None, &op);
+                node_call(team, count * 8, |team| reduce_flat::flat(team, &mut bufs, 8, None, &op));
                 assert_elements_from(&recv, p, first, || format!("p={p} rank={rank} call={call} in_place={in_place}"));
             }
         });
@@ -381,9 +394,9 @@ fn adaptive_reduce_is_exact_with_either_stores() {
         let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
         let partitioned = call % 3 == 1;
         if partitioned {
-            reduce_partition::partition(team, &mut bufs, 8, Some(root), &op);
+            node_call(team, count * 8, |team| reduce_partition::partition(team, &mut bufs, 8, Some(root), &op));
         } else {
-            reduce_flat::flat(team, &mut bufs, 8, Some(root), &op);
+            node_call(team, count * 8, |team| reduce_flat::flat(team, &mut bufs, 8, Some(root), &op));
         }
         assert_elements_from(&recv, p, first, || {
             format!("p={p} rank={rank} call={call} root={root} partitioned={partitioned} in_place={in_place}")
@@ -426,11 +439,11 @@ fn node_reductions_combine_in_the_canonical_order() {
                 let mut recv = vec![0u8; if is_out { count * 8 } else { 0 }];
                 let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
-                match algo {
+                node_call(team, count * 8, |team| match algo {
                     Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &Order),
                     Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, root, &Order),
                     Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, root, &Order),
-                }
+                });
                 for (j, e) in recv.chunks_exact(8).enumerate() {
                     let want = (0..p - 1).rev().fold(x(p - 1, j), |acc, r| combine_order(x(r, j), acc));
                     assert_eq!(
@@ -466,11 +479,11 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
             let mut recv = vec![0u8; count * 8];
             let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
             let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
-            match algo {
+            node_call(team, count * 8, |team| match algo {
                 Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, None, &SumF64),
                 Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, None, &SumF64),
                 Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, None, &SumF64),
-            }
+            });
             results[rank].lock().unwrap().push(recv);
         }
     });
@@ -498,14 +511,14 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
                 let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
                 let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
                 jitter(&mut rng);
-                match algo {
+                node_call(team, n, |team| match algo {
                     0 => pipeline(team, &mut data, root),
                     1 => queue(team, &mut data, root, fragment, Tree::Flat),
                     2 => queue(team, &mut data, root, fragment, Tree::Chain),
                     3 => queue(team, &mut data, root, fragment, Tree::Kary(2)),
                     4 => queue(team, &mut data, root, fragment, Tree::Knomial(3)),
                     _ => zero_copy(team, &mut data, root),
-                }
+                });
                 assert_eq!(data, want, "p={p} rank={rank} call={call} algo={algo} n={n} root={root}");
             }
         });
@@ -525,7 +538,7 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
         let n = TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
-        timed(team, &mut data, root);
+        node_call(team, n, |team| timed(team, &mut data, root));
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
@@ -570,11 +583,11 @@ fn adaptive_broadcasts_deliver_every_byte_with_either_stores() {
         let n = TEST_ADAPT_FROM + plan.below(TEST_ADAPT_FROM);
         let want: Vec<u8> = (0..n).map(|i| (i * 7 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
-        match call % 3 {
+        super::tests::node_call(team, n, |team| match call % 3 {
             0 => pipeline(team, &mut data, root),
             1 => queue(team, &mut data, root, 0, Tree::Flat),
             _ => queue(team, &mut data, root, 0, Tree::Knomial(2)),
-        }
+        });
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
@@ -613,7 +626,7 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                     in_place: rank == root && in_place,
                 };
                 jitter(&mut rng);
-                gatherv::run(team, &mut g, mode);
+                node_call(team, len, |team| gatherv::run(team, &mut g, mode));
                 // Once it returns, a rank may reuse its block; the root
                 // must have everything it reads of it by then.
                 let mut block = block;
@@ -633,7 +646,7 @@ fn gathers_put_every_block_in_place_across_many_calls() {
                     let from = (root + 1) % p;
                     let want: Vec<u8> = (0..300).map(|i| (i * 3 + call) as u8).collect();
                     let mut data = if rank == from { want.clone() } else { vec![0; 300] };
-                    super::bcast_pipeline::pipeline(team, &mut data, from);
+                    node_call(team, 300, |team| super::bcast_pipeline::pipeline(team, &mut data, from));
                     assert_eq!(data, want, "p={p} call={call}: the Bcast after the Gatherv");
                 }
             }
@@ -662,7 +675,7 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
         let none = Default::default();
         let layout_here = if rank == root { &layout } else { &none };
         let mut g = Gather { send: &block, recv: &mut recv, layout: layout_here, root, in_place: false };
-        gatherv::run(team, &mut g, gatherv::Mode::Auto);
+        node_call(team, layout.blocks[rank].1, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
         if rank == root {
             let want: Vec<u8> =
                 layout.blocks.iter().enumerate().flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i))).collect();
@@ -734,7 +747,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                             };
                             let send = (!in_place).then_some(&input[..]);
                             let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
-                            run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op);
+                            node_call(team, count * 8, |team| run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op));
                             if is_out {
                                 assert_elements_from(&recv, p, first, || what(call, count * 8));
                             }
@@ -744,7 +757,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                         for (call, (n, root)) in bcast_plan.into_iter().enumerate() {
                             let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
                             let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
-                            run(team, NodeCall::Bcast { data: &mut data, root }, &op);
+                            node_call(team, n, |team| run(team, NodeCall::Bcast { data: &mut data, root }, &op));
                             assert!(data == want, "{}", what(call, n));
                         }
                     }
@@ -767,7 +780,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                                 root,
                                 in_place: rank == root && in_place,
                             };
-                            run(team, NodeCall::Gatherv(g), &op);
+                            node_call(team, layout.blocks[rank].1, |team| run(team, NodeCall::Gatherv(g), &op));
                             if rank == root {
                                 let want: Vec<u8> = (layout.blocks.iter().enumerate())
                                     .flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i)))
@@ -956,6 +969,15 @@ mod multi {
     }
 
     impl<'a> Node<'a> {
+        /// One call as the driver makes it: begun with this rank's bytes,
+        /// ended whatever happens (see [`node_call`]).
+        fn call(&mut self, bytes: usize, run: impl FnOnce(&mut Self) -> Result<(), Mismatch>) {
+            self.team.begin(0, bytes);
+            let result = run(self);
+            self.team.end();
+            result.expect("a call whose ranks agree");
+        }
+
         fn part<'p>(&'p mut self, params: &'p [u64], plan: &'p StagePlan) -> Part<'p, 'a> {
             Part {
                 team: &mut self.team,
@@ -1058,12 +1080,14 @@ mod multi {
                         let mut scratch = vec![0u8; reduction::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; count * 8];
                         let d = desc(Coll::Allreduce, rank, p, 0, count * 8, topo);
-                        allreduce_hier::allreduce(
-                            node.part(&[], plan),
-                            &d,
-                            Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
-                            &op,
-                        );
+                        node.call(count * 8, |node| {
+                            allreduce_hier::allreduce(
+                                node.part(&[], plan),
+                                &d,
+                                Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
+                                &op,
+                            )
+                        });
                         for (j, e) in recv.chunks_exact(8).enumerate() {
                             assert_eq!(
                                 u64::from_le_bytes(e.try_into().unwrap()),
@@ -1078,12 +1102,14 @@ mod multi {
                         let mut scratch = vec![0u8; reduction::zero_copy_scratch(8, TEST_SIZES.sub_chunk)];
                         let mut recv = vec![0u8; if rank == root { count * 8 } else { 0 }];
                         let d = desc(Coll::Reduce, rank, p, root, count * 8, topo);
-                        reduce_hier::reduce(
-                            node.part(&[], plan),
-                            &d,
-                            Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
-                            &op,
-                        );
+                        node.call(count * 8, |node| {
+                            reduce_hier::reduce(
+                                node.part(&[], plan),
+                                &d,
+                                Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch },
+                                &op,
+                            )
+                        });
                         for (j, e) in recv.chunks_exact(8).enumerate() {
                             assert_eq!(
                                 u64::from_le_bytes(e.try_into().unwrap()),
@@ -1097,7 +1123,7 @@ mod multi {
                         let want: Vec<u8> = (0..n).map(|i| (i * 7 + root) as u8).collect();
                         let mut data = if rank == root { want.clone() } else { vec![0; n] };
                         let d = desc(Coll::Bcast, rank, p, root, n, topo);
-                        bcast_hier::bcast(node.part(&[], plan), &d, &mut data, &NoOp);
+                        node.call(n, |node| bcast_hier::bcast(node.part(&[], plan), &d, &mut data, &NoOp));
                         assert_eq!(data, want, "bcast {node_of:?} rank {rank} root {root}");
                     });
                     on_nodes(node_of, |rank, node, topo| {
@@ -1115,7 +1141,7 @@ mod multi {
                             in_place: false,
                         };
                         let d = CallDesc { unit: 1, ..desc(Coll::Gatherv, rank, p, root, block.len(), topo) };
-                        gatherv_hier::gatherv(node.part(&[], plan), &d, g, &NoOp);
+                        node.call(block.len(), |node| gatherv_hier::gatherv(node.part(&[], plan), &d, g, &NoOp));
                         if rank == root {
                             let mut want = vec![0xEE; extent];
                             for (r, &(o, l)) in layout.blocks.iter().enumerate() {
@@ -1167,12 +1193,14 @@ mod multi {
                             let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };
                             let send = (!in_place).then_some(&input[..]);
                             let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
-                            composition("dpml")(
-                                node.part(&[leaders], &stages(0)),
-                                &d,
-                                NodeCall::Reduce { bufs, unit: 8, root: None },
-                                &op,
-                            );
+                            node.call(count * 8, |node| {
+                                composition("dpml")(
+                                    node.part(&[leaders], &stages(0)),
+                                    &d,
+                                    NodeCall::Reduce { bufs, unit: 8, root: None },
+                                    &op,
+                                )
+                            });
                             let what = format!("dpml {node_of:?} l={leaders} zcopy={zero_copy} count={count}");
                             assert_allreduced(&recv, p, &what);
                         }
@@ -1198,12 +1226,14 @@ mod multi {
                         let d = CallDesc { in_place, ..desc(Coll::Allreduce, rank, p, 0, count * 8, topo) };
                         let send = (!in_place).then_some(&input[..]);
                         let bufs = Buffers { send, recv: &mut recv, scratch: &mut [] };
-                        composition("salar")(
-                            node.part(&[fixed], &stages(0)),
-                            &d,
-                            NodeCall::Reduce { bufs, unit: 8, root: None },
-                            &op,
-                        );
+                        node.call(count * 8, |node| {
+                            composition("salar")(
+                                node.part(&[fixed], &stages(0)),
+                                &d,
+                                NodeCall::Reduce { bufs, unit: 8, root: None },
+                                &op,
+                            )
+                        });
                         assert_allreduced(&recv, p, &format!("salar {node_of:?} chunk={fixed} count={count}"));
                     }
                 });

@@ -7,7 +7,7 @@
 use crate::core::schedule::Xfer;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::driver::comm::{CommState, States};
-use crate::driver::host::{Access, Code, OpKind, Repr, Split, TypeKind, TypeLayout};
+use crate::driver::host::{Access, Code, ErrorClass, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::node::discover;
 use crate::driver::runtime::{panic_message, Runtime};
 use crate::driver::thread::PerThread;
@@ -679,10 +679,21 @@ impl Host for TestHost {
         "the test host".into()
     }
 
+    fn raise(&self, _: Comm, class: ErrorClass) -> Code {
+        match class {
+            ErrorClass::Truncate => ERR_TRUNCATE,
+            ErrorClass::Other => ERR_OTHER,
+        }
+    }
+
     fn abort(&self, text: &str) -> ! {
         panic!("abort: {text}")
     }
 }
+
+/// The test host's codes of [`ErrorClass`]es.
+pub const ERR_TRUNCATE: Code = 15;
+pub const ERR_OTHER: Code = 16;
 
 /// The node's memory of a test rank: heap segments, found by name while
 /// the name is linked; peer memory by plain copies. The world's

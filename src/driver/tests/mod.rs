@@ -5,6 +5,7 @@
 //! comparison, and the reentry guard.
 
 mod host;
+mod mismatch;
 mod node;
 mod settings;
 mod window;
