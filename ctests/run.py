@@ -104,6 +104,7 @@ import time
 
 import env_checks
 import family_checks
+import mismatch_checks
 import selection_checks
 import valgrind_checks
 
@@ -798,6 +799,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
     env_checks.run(sys.modules[__name__], mpi, lib, res)
     family_checks.run(sys.modules[__name__], mpi, lib, args, res)
+    mismatch_checks.run(sys.modules[__name__], mpi, lib, res)
     valgrind_checks.run(sys.modules[__name__], mpi, lib, res)
 
 

@@ -1,0 +1,184 @@
+/* Erroneous programs whose ranks pass different counts (issue 33): for
+ * each collective and message sizes from 8 B to 8 MiB, the ranks that
+ * receive more than their buffer holds get an error class (as the host MPI
+ * reports MPI_ERR_TRUNCATE), nothing is written past any buffer (each ends
+ * at a PROT_NONE guard page: a write past it is a SIGSEGV), no call hangs
+ * (an alarm), and the next valid Allreduce is right.
+ *
+ *   Bcast      the readers pass half the root's count: MPI_ERR_TRUNCATE
+ *              at every reader.
+ *   Reduce     the root passes half the others' count: MPI_ERR_TRUNCATE
+ *              at the root.
+ *   Allreduce  rank 0 passes twice the others' count: MPI_ERR_TRUNCATE
+ *              at every other rank.
+ *   Gatherv    the others send twice what the root expects of them:
+ *              MPI_ERR_TRUNCATE at the root.
+ *
+ * Every call runs with MPI_ERRORS_RETURN on MPI_COMM_WORLD.  Prints
+ * "x_mismatch: OK" at the end when every check held on every rank. */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int rank, size, failures;
+static char where[200] = "(init)";
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    fprintf(stderr, "x_mismatch: rank %d hung in %s\n", rank, where);
+    _exit(3);
+}
+
+/* `bytes` of memory that end right at a PROT_NONE page. */
+static void *guarded(size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t span = (bytes + page - 1) / page * page + page;
+    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(2);
+    }
+    mprotect(p + span - page, page, PROT_NONE);
+    return p + span - page - bytes;
+}
+
+static void release(void *buf, size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t span = (bytes + page - 1) / page * page + page;
+    munmap((char *)buf + bytes + page - span, span);
+}
+
+static void expect_class(int rc, int want, const char *who)
+{
+    int cls = MPI_SUCCESS;
+    MPI_Error_class(rc, &cls);
+    if (cls != want) {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        fprintf(stderr, "x_mismatch: rank %d, %s: %s got class %d (%s), expected %d\n", rank, where, who, cls,
+                rc == MPI_SUCCESS ? "success" : text, want);
+        failures++;
+    }
+}
+
+static void fill(int *v, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = seed * 1000 + i;
+}
+
+/* A valid Allreduce after an erroneous call. */
+static void next_call_is_right(void)
+{
+    int mine[5], sum[5];
+    fill(mine, 5, rank);
+    int rc = MPI_Allreduce(mine, sum, 5, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < 5; i++) {
+        int want = 0;
+        for (int r = 0; r < size; r++)
+            want += r * 1000 + i;
+        if (rc != MPI_SUCCESS || sum[i] != want) {
+            fprintf(stderr, "x_mismatch: rank %d, the Allreduce after %s: rc %d, [%d] = %d, expected %d\n", rank,
+                    where, rc, i, sum[i], want);
+            failures++;
+            return;
+        }
+    }
+}
+
+static void bcast(int n)
+{
+    int root = n % size, mine = rank == root ? n : n / 2;
+    int *buf = guarded((size_t)mine * 4);
+    fill(buf, mine, rank == root ? 7 : 0);
+    int rc = MPI_Bcast(buf, mine, MPI_INT, root, MPI_COMM_WORLD);
+    if (rank == root)
+        expect_class(rc, MPI_SUCCESS, "the root");
+    else
+        expect_class(rc, MPI_ERR_TRUNCATE, "a reader of half the count");
+    release(buf, (size_t)mine * 4);
+}
+
+static void reduce(int n)
+{
+    int root = size - 1, mine = rank == root ? n / 2 : n;
+    int *send = guarded((size_t)mine * 4), *recv = rank == root ? guarded((size_t)mine * 4) : NULL;
+    fill(send, mine, rank);
+    int rc = MPI_Reduce(send, recv, mine, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+    if (rank == root) {
+        expect_class(rc, MPI_ERR_TRUNCATE, "the root of half the count");
+        release(recv, (size_t)mine * 4);
+    }
+    release(send, (size_t)mine * 4);
+}
+
+static void allreduce(int n)
+{
+    int mine = rank == 0 ? n : n / 2;
+    int *send = guarded((size_t)mine * 4), *recv = guarded((size_t)mine * 4);
+    fill(send, mine, rank);
+    int rc = MPI_Allreduce(send, recv, mine, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank != 0)
+        expect_class(rc, MPI_ERR_TRUNCATE, "a rank of half the count");
+    release(send, (size_t)mine * 4);
+    release(recv, (size_t)mine * 4);
+}
+
+static void gatherv(int n)
+{
+    int root = 0, expected = n / 2, mine = rank == root ? expected : n;
+    int *send = guarded((size_t)mine * 4), *recv = NULL;
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    for (int r = 0; r < size; r++) {
+        counts[r] = expected;
+        displs[r] = r * expected;
+    }
+    if (rank == root)
+        recv = guarded((size_t)expected * (size_t)size * 4);
+    fill(send, mine, rank);
+    int rc = MPI_Gatherv(send, mine, MPI_INT, recv, counts, displs, MPI_INT, root, MPI_COMM_WORLD);
+    if (rank == root) {
+        expect_class(rc, MPI_ERR_TRUNCATE, "the root, sent twice its count");
+        release(recv, (size_t)expected * (size_t)size * 4);
+    }
+    release(send, (size_t)mine * 4);
+    free(counts);
+    free(displs);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    signal(SIGALRM, on_alarm);
+    static const struct {
+        const char *name;
+        void (*run)(int);
+    } colls[] = {{"MPI_Bcast", bcast}, {"MPI_Reduce", reduce}, {"MPI_Allreduce", allreduce}, {"MPI_Gatherv", gatherv}};
+    for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
+        for (long bytes = 8; bytes <= 8L << 20; bytes *= 4) {
+            int n = (int)(bytes / 4);
+            snprintf(where, sizeof where, "%s of %ld B against half", colls[c].name, bytes);
+            alarm(60);
+            colls[c].run(n);
+            next_call_is_right();
+            alarm(0);
+        }
+    }
+    int all = 0;
+    PMPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && all == 0)
+        printf("x_mismatch: OK\n");
+    MPI_Finalize();
+    return all != 0;
+}
