@@ -114,9 +114,9 @@ pub struct Control {
     /// the step protocol (the adaptation above gives them their meaning);
     /// 0 until first written. Written rarely, in a line of its own.
     pub wishes: [AtomicU8; LINE],
-    /// Small messages, step `s` in slot `s % SLOTS`: its first line here,
-    /// next to the other slots' (a message of one line is where it was
-    /// before slots had more lines, which kept the timings of 8-56 B
+    /// Small messages, step `s` in slot `place(s) % SLOTS`: its first line
+    /// here, next to the other slots' (a message of one line is where it
+    /// was before slots had more lines, which kept the timings of one-line
     /// calls as they were), the others in `more_lines`.
     pub slots: [Slot; SLOTS],
     pub more_lines: [[Slot; LINES - 1]; SLOTS],
