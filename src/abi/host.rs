@@ -148,6 +148,10 @@ impl Host for Mpi {
         comm::create(comm)
     }
 
+    fn count_host_call(&self, comm: MPI_Comm, after: usize) -> bool {
+        comm::count_host_call(comm, after)
+    }
+
     fn world(&self) -> MPI_Comm {
         // SAFETY: reads the MPI_COMM_WORLD handle.
         unsafe { RSMPI_COMM_WORLD }

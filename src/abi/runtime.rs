@@ -106,13 +106,17 @@ fn init_logging(cfg: &Config) {
 /// program runs under the other MPI family, install the finalize hook on
 /// every rank, read the configuration (so that an invalid one stops the
 /// job here, before the program's first collective), check that every
-/// rank holds the same (or stop the job naming what differs) and, with
-/// PCOLL_CALIBRATE=1, calibrate.
+/// rank holds the same (or stop the job naming what differs), size the
+/// node layer's memory (or stop the job naming the settings /dev/shm
+/// cannot hold) and, with PCOLL_CALIBRATE=1, calibrate.
 pub(super) fn after_init() {
     stop_if_wrong_family(&host_version());
     install_finalize_hook(true);
     let rt = get();
     if let Err(text) = agree_on_settings(&Mpi, &rt.cfg.fingerprint) {
+        abort_job(&text);
+    }
+    if let Err(text) = comm::size_node_memory(&rt.cfg) {
         abort_job(&text);
     }
     if rt.cfg.calibrate && rt.cfg.enable {

@@ -161,7 +161,9 @@ fn prepare_reduction<H: Host>(
     let Some(bytes) = (key.count as usize).checked_mul(red.unit) else { return Err(Forward("size overflow")) };
     reduction_buffers(in_place, is_root, sendbuf, recvbuf).map_err(Forward)?;
     let epoch = host.epoch();
-    let state = comm::state(host, t, key.comm).map_err(Done)?;
+    let Some(state) = comm::state_after(host, t, key.comm, rt.cfg.calls_before_setup()).map_err(Done)? else {
+        return Err(Forward(comm::NEW_COMMUNICATOR));
+    };
     let desc = CallDesc {
         coll,
         rank,
@@ -217,8 +219,9 @@ pub fn bcast<H: Host>(
     }
     let root = root as usize;
     let epoch = host.epoch();
-    let state = match comm::state(host, t, comm) {
-        Ok(state) => state,
+    let state = match comm::state_after(host, t, comm, rt.cfg.calls_before_setup()) {
+        Ok(Some(state)) => state,
+        Ok(None) => return Forward(comm::NEW_COMMUNICATOR),
         Err(rc) => return Done(rc),
     };
     let desc = CallDesc {

@@ -11,6 +11,7 @@
 
 use super::cache::ScheduleCache;
 use super::host::{Code, Host};
+use super::pool::{Pool, Tag};
 use super::thread::PerThread;
 use super::window::Leaders;
 use crate::algos::multinode::Memo;
@@ -52,7 +53,15 @@ pub struct CommState<H: Host> {
     /// The node's segment and zero copy, where they could be set up.
     pub mapping: Option<<H::Os as NodeOs>::Mapping>,
     pub peers: Option<<H::Os as NodeOs>::Peers>,
+    /// The segment's tag where it is shared with other ranks (not a node
+    /// of one rank's private memory): kept for a later communicator when
+    /// this one is freed.
+    pub segment: Option<Tag>,
 }
+
+/// A segment kept for a later communicator ([`Pool`]): the mapping and
+/// the step protocol's state that goes with it.
+pub type Kept<H> = (<<H as Host>::Os as NodeOs>::Mapping, CallState);
 
 impl<H: Host> CommState<H> {
     pub fn topo(&self) -> Topo {
@@ -67,12 +76,14 @@ impl<H: Host> CommState<H> {
     }
 
     /// Frees what pcoll made for the communicator, while the host still
-    /// runs. Logs the node algorithms' timed choices once: the host may
-    /// release a state twice (at MPI_Finalize, then when MPI deletes the
-    /// communicator's attribute).
-    pub fn release(&mut self, host: &H) {
+    /// runs, but for a shared segment, which it returns with its tag (to
+    /// be kept or let go). Logs the node algorithms' timed choices once:
+    /// the host may release a state twice (at MPI_Finalize, then when MPI
+    /// deletes the communicator's attribute).
+    pub fn release(&mut self, host: &H) -> Option<(Tag, <H::Os as NodeOs>::Mapping)> {
         self.leaders.get_mut().unwrap().release(host);
-        if self.mapping.take().is_some() {
+        let mapping = self.mapping.take();
+        if mapping.is_some() {
             for line in self.node.summary() {
                 log::info!("node layer, {line}");
             }
@@ -80,6 +91,7 @@ impl<H: Host> CommState<H> {
         self.peers = None;
         host.free_comm(&mut self.node_comm);
         host.free_comm(&mut self.private);
+        Some((self.segment.take()?, mapping?))
     }
 }
 
@@ -87,9 +99,11 @@ impl<H: Host> CommState<H> {
 /// host's (MPI: an attribute of the user's communicator) until the user
 /// frees the communicator: the epoch that tells a remembered state from a
 /// stale one, and what MPI_Finalize releases.
-pub struct States<H> {
+pub struct States<H: Host> {
     /// Addresses of every live state.
     live: Mutex<BTreeSet<usize>>,
+    /// The process's budget of /dev/shm and the segments it keeps.
+    pub pool: Mutex<Pool<Kept<H>>>,
     /// Bumped whenever a state is deleted: a communicator handle can be
     /// reused only after its communicator is freed, so a cached (handle,
     /// state) pair of an older epoch may be stale and one of the current
@@ -101,7 +115,12 @@ pub struct States<H> {
 impl<H: Host> States<H> {
     #[allow(clippy::new_without_default)]
     pub const fn new() -> States<H> {
-        States { live: Mutex::new(BTreeSet::new()), epoch: AtomicU64::new(0), host: PhantomData }
+        States {
+            live: Mutex::new(BTreeSet::new()),
+            pool: Mutex::new(Pool::new()),
+            epoch: AtomicU64::new(0),
+            host: PhantomData,
+        }
     }
 
     /// The number of deletions so far (see [`Host::epoch`]).
@@ -121,7 +140,8 @@ impl<H: Host> States<H> {
     }
 
     /// Releases and frees a state: the user freed its communicator (or
-    /// the host deletes what is left at MPI_Finalize).
+    /// the host deletes what is left at MPI_Finalize). Its shared segment
+    /// is kept for a later communicator of the same ranks.
     ///
     /// # Safety
     /// `state` came from [`States::add`], is deleted once, and no call
@@ -131,7 +151,10 @@ impl<H: Host> States<H> {
         // Release: this deletion is seen by any later lookup's acquire.
         self.epoch.fetch_add(1, Release);
         // SAFETY: a box from `add`, not deleted before (the caller's promise).
-        unsafe { Box::from_raw(state) }.release(host);
+        let mut state = *unsafe { Box::from_raw(state) };
+        if let Some((tag, mapping)) = state.release(host) {
+            self.pool.lock().unwrap().keep(tag, (mapping, state.node.state));
+        }
     }
 
     /// Releases every live state, at MPI_Finalize while the host still
@@ -151,9 +174,14 @@ impl<H: Host> States<H> {
         let mut states: Vec<&mut CommState<H>> =
             live.into_iter().map(|address| unsafe { &mut *(address as *mut CommState<H>) }).collect();
         states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
+        let mut pool = self.pool.lock().unwrap();
         for state in states {
-            state.release(host);
+            if let Some((tag, mapping)) = state.release(host) {
+                pool.unreserve(tag.own_bytes());
+                drop(mapping);
+            }
         }
+        pool.clear();
     }
 }
 
@@ -196,8 +224,17 @@ impl NodeReport {
 impl NodeState {
     /// This rank's node from every rank's report (the same at every rank,
     /// so every rank computes the same [`Topo`]): `rank`, `size` on the
-    /// node; `oversubscribed`: the host runs more ranks than it has cores.
-    pub fn new(rank: usize, size: usize, reports: &[NodeReport], cfg: &ShmConfig, oversubscribed: bool) -> NodeState {
+    /// node; `oversubscribed`: the host runs more ranks than it has cores;
+    /// `state`: the step protocol's ([`CallState::fresh`], or a kept
+    /// segment's).
+    pub fn new(
+        rank: usize,
+        size: usize,
+        reports: &[NodeReport],
+        cfg: &ShmConfig,
+        oversubscribed: bool,
+        state: CallState,
+    ) -> NodeState {
         let mut leaders: Vec<usize> = Vec::new();
         let node_of: Vec<usize> = reports
             .iter()
@@ -224,25 +261,7 @@ impl NodeState {
             zcopy: (0..reports.len()).all(zero_copy),
             chunk: cfg.chunk,
         };
-        let tree = match cfg.tree {
-            ShmTree::Flat => Tree::Flat,
-            ShmTree::Chain => Tree::Chain,
-            ShmTree::Kary => Tree::Kary(cfg.tree_k),
-            ShmTree::Knomial => Tree::Knomial(cfg.tree_k),
-        };
-        NodeState {
-            rank,
-            size,
-            node_of,
-            local_of,
-            topo,
-            settings: cfg.node_settings(oversubscribed),
-            state: CallState::new(NodeMemory::new(
-                QueueSettings { fragment: cfg.fragment, tree },
-                cfg.node_sizes(),
-                cfg.adapt,
-            )),
-        }
+        NodeState { rank, size, node_of, local_of, topo, settings: cfg.node_settings(oversubscribed), state }
     }
 
     /// The choices the node algorithms settled on by timing, a line each,
@@ -276,7 +295,15 @@ pub const CONTENDED: &str =
     "pcoll: two collectives on one communicator at the same time (from two threads): erroneous program; aborting\n";
 
 impl CallState {
-    fn new(memory: NodeMemory) -> CallState {
+    /// The state of a new segment, with the node algorithms' settings.
+    pub fn fresh(cfg: &ShmConfig) -> CallState {
+        let tree = match cfg.tree {
+            ShmTree::Flat => Tree::Flat,
+            ShmTree::Chain => Tree::Chain,
+            ShmTree::Kary => Tree::Kary(cfg.tree_k),
+            ShmTree::Knomial => Tree::Knomial(cfg.tree_k),
+        };
+        let memory = NodeMemory::new(QueueSettings { fragment: cfg.fragment, tree }, cfg.node_sizes(), cfg.adapt);
         CallState {
             taken: AtomicBool::new(false),
             state: UnsafeCell::new(TeamState { memory, ..TeamState::default() }),
@@ -338,10 +365,33 @@ pub fn lookup<'a, H: Host>(host: &H, t: &PerThread<H>, comm: H::Comm) -> Option<
 /// pcoll's state for `comm`, an intracommunicator of more than one rank,
 /// created on first use (collective over `comm` then).
 pub fn state<'a, H: Host>(host: &H, t: &PerThread<H>, comm: H::Comm) -> Result<&'a CommState<H>, Code> {
-    match lookup(host, t, comm) {
-        Some(state) => Ok(state),
-        None => host.create_state(comm),
+    Ok(state_after(host, t, comm, 0)?.expect("set up at once"))
+}
+
+/// Why the host runs a call that pcoll leaves to it while a communicator
+/// is new ([`state_after`]).
+pub const NEW_COMMUNICATOR: &str = "a new communicator (PCOLL_SETUP_AFTER)";
+
+/// pcoll's state for `comm`, an intracommunicator of more than one rank,
+/// set up at the call that follows `after` calls on it that the host ran
+/// (collective over `comm` then); `None`: the host runs this one, which
+/// is counted. Calls are counted at the same point of every rank's call,
+/// so every rank sets up at the same call. Communicators created, used
+/// once and freed (the default `after` is 1) then cost pcoll nothing but
+/// the count, kept with the communicator ([`Host::count_host_call`]).
+pub fn state_after<'a, H: Host>(
+    host: &H,
+    t: &PerThread<H>,
+    comm: H::Comm,
+    after: usize,
+) -> Result<Option<&'a CommState<H>>, Code> {
+    if let Some(state) = lookup(host, t, comm) {
+        return Ok(Some(state));
     }
+    if after > 0 && host.count_host_call(comm, after) {
+        return Ok(None);
+    }
+    host.create_state(comm).map(Some)
 }
 
 /// (rank, size) of an intracommunicator of more than one rank; `None` for

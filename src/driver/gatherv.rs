@@ -296,8 +296,9 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
         return Forward("null buffer");
     }
     let epoch = host.epoch();
-    let state = match comm::state(host, t, comm) {
-        Ok(state) => state,
+    let state = match comm::state_after(host, t, comm, rt.cfg.calls_before_setup()) {
+        Ok(Some(state)) => state,
+        Ok(None) => return Forward(comm::NEW_COMMUNICATOR),
         Err(rc) => return Done(rc),
     };
     let desc = CallDesc {

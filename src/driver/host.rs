@@ -170,6 +170,10 @@ pub trait Host: Copy + Sized + 'static {
     /// Creates pcoll's state for `comm`, an intracommunicator of more than
     /// one rank; collective over `comm`. Valid as [`Host::find_state`]'s.
     fn create_state<'a>(&self, comm: Self::Comm) -> Result<&'a CommState<Self>, Code>;
+    /// Whether fewer than `after` calls on `comm`, which has no state, went
+    /// to the host so far; if so, counts this one, which goes too. The
+    /// count lives and dies with the communicator (MPI: an attribute).
+    fn count_host_call(&self, comm: Self::Comm, after: usize) -> bool;
     /// MPI_COMM_WORLD.
     fn world(&self) -> Self::Comm;
 

@@ -9,7 +9,8 @@
 //!   over the segment, a composition with its stage between nodes;
 //! - [`verify`]: PCOLL_VERIFY's comparison with the host's collectives;
 //! - [`node`]: node discovery, which makes a communicator's state
-//!   ([`comm`]); [`thread`]: the one per-thread
+//!   ([`comm`]), with the process's budget of /dev/shm and the segments
+//!   it keeps for later communicators ([`pool`]); [`thread`]: the one per-thread
 //!   struct of caches and the reentry guard; [`prepared`]: a thread's
 //!   last plans; [`cache`]: schedules; [`stats`]: call statistics;
 //!   [`runtime`]: the configuration and `pcoll_set_algorithm`'s choices;
@@ -29,6 +30,7 @@ pub mod host;
 pub mod node;
 pub mod pack;
 pub mod plan;
+pub mod pool;
 pub mod prepared;
 pub mod runtime;
 pub mod stats;

@@ -141,6 +141,10 @@ pub struct ShmConfig {
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.
     pub adapt: bool,
+    /// PCOLL_SHM_BUDGET: bytes of /dev/shm one process may reserve for
+    /// its parts of segments; `None`: half of /dev/shm shared among the
+    /// host's ranks (`driver::pool`).
+    pub budget: Option<usize>,
 }
 
 impl Default for ShmConfig {
@@ -163,6 +167,7 @@ impl Default for ShmConfig {
             gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
             bcast_timed_from: Sizes::default().bcast_timed_from,
             adapt: true,
+            budget: None,
         }
     }
 }
@@ -236,6 +241,9 @@ pub struct Config {
     pub gatherv_mode: GathervMode,
     /// PCOLL_CALIBRATE: measure the cost model's parameters at MPI_Init.
     pub calibrate: bool,
+    /// PCOLL_SETUP_AFTER: calls on a new communicator that the host MPI
+    /// runs before pcoll sets it up.
+    pub setup_after: usize,
     pub shm: ShmConfig,
     /// What ranks compare to find they were started with different
     /// settings.
@@ -259,10 +267,99 @@ impl Default for Config {
             tune_file: None,
             gatherv_mode: GathervMode::Conservative,
             calibrate: false,
+            setup_after: SETUP_AFTER,
             shm: ShmConfig::default(),
             fingerprint: Fingerprint::default(),
             warnings: Vec::new(),
         }
+    }
+}
+
+/// Default of PCOLL_SETUP_AFTER: the first call on a communicator goes to
+/// the host MPI, and pcoll sets the communicator up at the second. A
+/// communicator created, used once and freed then costs what it costs
+/// without pcoll (5,000 such cycles of an 8-byte Allreduce at 2 ranks:
+/// 2.05 ms each with set-up at the first call, about 7 us without,
+/// docs/measurements.md).
+pub const SETUP_AFTER: usize = 1;
+
+/// A node's segment may take at most this share (1/4) of /dev/shm:
+/// settings that make it larger are refused at MPI_Init
+/// ([`Config::check_segment`]).
+pub const SEGMENT_SHARE: usize = 4;
+
+/// The variables that size a rank's block of the segment.
+const BLOCK_VARIABLES: [&str; 4] =
+    ["PCOLL_SHM_CHUNK", "PCOLL_SHM_ALLREDUCE_CHUNK", "PCOLL_SHM_SLOTS", "PCOLL_SHM_FRAGMENT"];
+
+impl Config {
+    /// Calls on a new communicator that go to the host MPI before pcoll
+    /// sets it up: PCOLL_SETUP_AFTER, but none with PCOLL_REPRODUCIBLE=1,
+    /// whose reductions must all run pcoll's canonical algorithms.
+    pub fn calls_before_setup(&self) -> usize {
+        if self.reproducible {
+            0
+        } else {
+            self.setup_after
+        }
+    }
+
+    /// Refuses block settings (PCOLL_SHM_CHUNK, PCOLL_SHM_ALLREDUCE_CHUNK,
+    /// PCOLL_SHM_SLOTS, PCOLL_SHM_FRAGMENT) that make the segment of a
+    /// node of `ranks` ranks larger than 1/[`SEGMENT_SHARE`] of /dev/shm
+    /// (`shm_bytes`), naming those set above their defaults. Defaults are
+    /// never refused: where their segment does not fit, the budget turns
+    /// the node layer off (with a warning).
+    pub fn check_segment(&self, ranks: usize, shm_bytes: usize) -> Result<(), String> {
+        if !self.enable || !self.shm.enable || ranks < 2 {
+            return Ok(());
+        }
+        let (geo, default) = (self.shm.geometry(ranks), ShmConfig::default().geometry(ranks));
+        let bound = shm_bytes / SEGMENT_SHARE;
+        if geo.total_bytes() <= bound || geo.total_bytes() <= default.total_bytes() {
+            return Ok(());
+        }
+        let above = [
+            geo.chunk > default.chunk,
+            geo.allreduce_chunk > default.allreduce_chunk,
+            geo.slots > default.slots,
+            geo.slot_bytes > default.slot_bytes,
+        ];
+        let named: Vec<String> = BLOCK_VARIABLES
+            .iter()
+            .zip(above)
+            .filter(|(_, above)| *above)
+            .map(|(var, _)| {
+                let i = VARIABLES.iter().position(|v| v == var).expect("a known variable");
+                format!("{var}={}", self.fingerprint.value(i).unwrap_or_default())
+            })
+            .collect();
+        Err(format!(
+            "pcoll: {} {} a shared segment of {} for the {ranks} ranks of a node, more than 1/{SEGMENT_SHARE} \
+             of /dev/shm ({}); lower {} (a rank's block: two chunk areas of the larger of PCOLL_SHM_CHUNK and \
+             PCOLL_SHM_ALLREDUCE_CHUNK, and PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes), or give the \
+             job a larger /dev/shm\n",
+            named.join(" and "),
+            if named.len() == 1 { "makes" } else { "make" },
+            bytes_text(geo.total_bytes()),
+            bytes_text(shm_bytes),
+            if named.len() == 1 { "it" } else { "them" },
+        ))
+    }
+}
+
+/// `bytes` for messages: "1.5 MiB".
+pub fn bytes_text(bytes: usize) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let (mut value, mut unit) = (bytes as f64, 0);
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
     }
 }
 
@@ -321,6 +418,8 @@ pub const VARIABLES: &[&str] = &[
     "PCOLL_SHM_BCAST_TIMED",
     "PCOLL_SHM_ALLREDUCE_CHUNK",
     "PCOLL_SHM_ADAPT",
+    "PCOLL_SHM_BUDGET",
+    "PCOLL_SETUP_AFTER",
 ];
 
 /// `PCOLL_*` names that pcoll's own scripts read (`scripts/bench.sh`: the
@@ -431,6 +530,12 @@ impl Config {
                     parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
             }
             "PCOLL_SHM_ADAPT" => self.shm.adapt = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
+            "PCOLL_SHM_BUDGET" => {
+                self.shm.budget = Some(parse_size(value, 0, 1 << 40).ok_or_else(|| err(None, "0..1024G".into()))?)
+            }
+            "PCOLL_SETUP_AFTER" => {
+                self.setup_after = parse_size(value, 0, 1 << 20).ok_or_else(|| err(None, "0..1048576".into()))?
+            }
             "PCOLL_SHM_SLOTS" => {
                 self.shm.slots = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
             }
@@ -743,6 +848,50 @@ mod tests {
     }
 
     #[test]
+    fn segments_larger_than_a_quarter_of_dev_shm_are_refused_naming_the_variables() {
+        let shm = 64 << 20;
+        // the defaults are never refused, even where they do not fit
+        let cfg = parse(&[]).unwrap();
+        assert!(cfg.check_segment(2, shm).is_ok() && cfg.check_segment(1000, shm).is_ok());
+        // the issue's example: 64 GiB per rank
+        let cfg = parse(&[("PCOLL_SHM_FRAGMENT", "16M"), ("PCOLL_SHM_SLOTS", "4096")]).unwrap();
+        let err = cfg.check_segment(2, shm).unwrap_err();
+        assert!(err.contains("PCOLL_SHM_SLOTS=4096 and PCOLL_SHM_FRAGMENT=16M"), "{err}");
+        assert!(err.contains("128.0 GiB for the 2 ranks") && err.contains("(64.0 MiB)"), "{err}");
+        // one variable, in the user's spelling; the same on a larger /dev/shm passes
+        let cfg = parse(&[("PCOLL_SHM_CHUNK", "8M"), ("PCOLL_SHM_SLOTS", "8")]).unwrap();
+        let err = cfg.check_segment(2, shm).unwrap_err();
+        assert!(err.starts_with("pcoll: PCOLL_SHM_CHUNK=8M makes a shared segment"), "{err}");
+        assert!(cfg.check_segment(2, 1 << 30).is_ok());
+        // lowered settings are not refused, whatever the size
+        let cfg = parse(&[("PCOLL_SHM_SLOTS", "8")]).unwrap();
+        assert!(cfg.check_segment(1000, shm).is_ok());
+        // without the node layer, or alone on a node, nothing to check
+        for vars in [
+            &[("PCOLL_SHM_CHUNK", "64M"), ("PCOLL_SHM", "0")][..],
+            &[("PCOLL_SHM_CHUNK", "64M"), ("PCOLL_ENABLE", "0")],
+        ] {
+            assert!(parse(vars).unwrap().check_segment(2, shm).is_ok(), "{vars:?}");
+        }
+        assert!(parse(&[("PCOLL_SHM_CHUNK", "64M")]).unwrap().check_segment(1, shm).is_ok());
+        assert_eq!((bytes_text(100), bytes_text(3 << 19)), ("100 B".to_string(), "1.5 MiB".to_string()));
+    }
+
+    #[test]
+    fn budget_and_setup_after() {
+        let cfg = parse(&[]).unwrap();
+        assert_eq!((cfg.shm.budget, cfg.calls_before_setup()), (None, SETUP_AFTER));
+        let cfg = parse(&[("PCOLL_SHM_BUDGET", "16M"), ("PCOLL_SETUP_AFTER", "3")]).unwrap();
+        assert_eq!((cfg.shm.budget, cfg.calls_before_setup()), (Some(16 << 20), 3));
+        // reproducible reductions never reach the host's own algorithms
+        let cfg = parse(&[("PCOLL_SETUP_AFTER", "3"), ("PCOLL_REPRODUCIBLE", "1")]).unwrap();
+        assert_eq!(cfg.calls_before_setup(), 0);
+        for (var, value) in [("PCOLL_SHM_BUDGET", "2048G"), ("PCOLL_SETUP_AFTER", "-1")] {
+            assert_eq!(parse(&[(var, value)]).unwrap_err().var, var);
+        }
+    }
+
+    #[test]
     fn bogus_algorithm_is_refused_by_name() {
         let err = parse(&[("PCOLL_ALLREDUCE", "bogus")]).unwrap_err();
         let msg = err.to_string();
@@ -946,6 +1095,8 @@ mod tests {
             ("PCOLL_SHM_BCAST_TIMED", "1M"),
             ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),
             ("PCOLL_SHM_ADAPT", "0"),
+            ("PCOLL_SHM_BUDGET", "1M"),
+            ("PCOLL_SETUP_AFTER", "0"),
         ]
         .into_iter()
         .map(|(k, v)| (k, v.to_string()))

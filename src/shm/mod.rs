@@ -55,18 +55,20 @@ pub trait NodeOs {
     fn cores(&self) -> Option<usize>;
     /// A segment in private memory, for a node of one rank.
     fn private(&self, geo: Geometry) -> Option<Self::Mapping>;
-    /// A new segment, mapped, and its name; `None` if that failed.
-    fn create(&self, geo: Geometry) -> Option<(SegmentName, Self::Mapping)>;
-    /// Maps the segment another rank of the node created.
-    fn open(&self, name: &SegmentName, geo: Geometry) -> Option<Self::Mapping>;
-    /// Places local rank `local`'s block of a segment every rank of the
-    /// node has mapped (first touch).
-    fn place(&self, mapping: &Self::Mapping, local: usize);
+    /// The bytes of the filesystem segments live in (/dev/shm), if known.
+    fn shm_bytes(&self) -> Option<usize>;
+    /// A new segment, mapped, with local rank 0's part reserved
+    /// ([`Geometry::own_range`]: no page of it can be missing when
+    /// touched), and its name. Nothing is left under any name on error
+    /// (of kind `StorageFull` when /dev/shm has no room).
+    fn create(&self, geo: Geometry) -> std::io::Result<(SegmentName, Self::Mapping)>;
+    /// Maps the segment another rank of the node created, with local rank
+    /// `local`'s part reserved.
+    fn open(&self, name: &SegmentName, geo: Geometry, local: usize) -> std::io::Result<Self::Mapping>;
     /// Removes the name of a segment this rank created, once every rank
     /// has mapped it.
     fn unlink(&self, name: &SegmentName);
-    /// Readies a placed segment for use, once every rank has placed its
-    /// block.
+    /// Readies a new segment for use, once every rank has mapped it.
     fn settle(&self, mapping: &Self::Mapping, local: usize);
     /// What this rank's peers need to test zero copy to it.
     fn probe_words(&self) -> [u64; 2];

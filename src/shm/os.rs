@@ -1,16 +1,20 @@
 //! The operating system's side of the node layer (Linux), as [`NodeOs`]:
-//! mapping the node's segment, placing its pages, and copies straight
-//! between processes (cross-memory attach). No MPI here: node discovery
-//! (`driver::node`) decides who creates, who opens and when, and agrees
-//! on the outcome.
+//! mapping the node's segment, reserving and placing its pages, and
+//! copies straight between processes (cross-memory attach). No MPI here:
+//! node discovery (`driver::node`) decides who creates, who opens and
+//! when, and agrees on the outcome.
 //!
 //! The segment: local rank 0 creates a POSIX shared-memory object under a
 //! name with random bytes from the kernel (so another local user cannot
 //! create it first; a name that is taken all the same is retried with a
-//! new one), the others open it, all map it with read-ahead off (`MADV_RANDOM`) while
-//! each rank first-touches its own block, so that its pages are placed on
-//! that rank's NUMA node (checked with `move_pages` and logged); the name
-//! is unlinked as soon as every rank has mapped it, so nothing is left in
+//! new one), the others open it. Each rank reserves its own block
+//! (`posix_fallocate`; rank 0 also the header) before anything touches
+//! it: a /dev/shm too small for the segment is an error here, at set-up,
+//! and never a SIGBUS at the first touch of a page tmpfs cannot supply.
+//! The pages are allocated by that call, on the NUMA node of the rank
+//! that reserves them (the default policy), so each rank's block lies on
+//! its own node (checked with `move_pages` and logged). The name is
+//! unlinked as soon as every rank has mapped it, so nothing is left in
 //! /dev/shm even if the job is killed later.
 
 use super::segment::{Geometry, Segment, PAGE};
@@ -36,26 +40,24 @@ impl NodeOs for Linux {
         Mapping::private(geo)
     }
 
-    fn create(&self, geo: Geometry) -> Option<(SegmentName, Mapping)> {
+    fn shm_bytes(&self) -> Option<usize> {
+        shm_bytes()
+    }
+
+    fn create(&self, geo: Geometry) -> std::io::Result<(SegmentName, Mapping)> {
         create_fresh(geo, segment_name)
     }
 
-    fn open(&self, name: &SegmentName, geo: Geometry) -> Option<Mapping> {
-        map(name, geo, false).map_err(|e| log::warn!("node layer: {e}")).ok()
-    }
-
-    fn place(&self, mapping: &Mapping, local: usize) {
-        place(mapping, local)
+    fn open(&self, name: &SegmentName, geo: Geometry, local: usize) -> std::io::Result<Mapping> {
+        map(name, geo, local)
     }
 
     fn unlink(&self, name: &SegmentName) {
         unlink(name)
     }
 
-    /// Read-ahead back to normal; the placement logged.
+    /// The placement logged.
     fn settle(&self, mapping: &Mapping, local: usize) {
-        // SAFETY: the mapping's own range.
-        unsafe { libc::madvise(mapping.seg.base().cast(), mapping.len, libc::MADV_NORMAL) };
         log_placement(&mapping.seg, local);
     }
 
@@ -160,101 +162,109 @@ fn name_text(name: &SegmentName) -> String {
 }
 
 /// Creates and maps a new segment under the first of `names` that nobody
-/// holds: a name that exists already (EEXIST: squatted, or left by a
-/// process whose pid was reused) is retried with the next, up to
-/// [`NAME_TRIES`] names; any other failure gives up at once. `None`, said
-/// in the log, if no segment was made.
-fn create_fresh(geo: Geometry, mut names: impl FnMut() -> SegmentName) -> Option<(SegmentName, Mapping)> {
+/// holds, reserving local rank 0's part: a name that exists already
+/// (EEXIST: squatted, or left by a process whose pid was reused) is
+/// retried with the next, up to [`NAME_TRIES`] names; any other failure
+/// gives up at once.
+fn create_fresh(geo: Geometry, mut names: impl FnMut() -> SegmentName) -> std::io::Result<(SegmentName, Mapping)> {
     for _ in 0..NAME_TRIES {
         let name = names();
-        match map(&name, geo, true) {
-            Ok(mapping) => return Some((name, mapping)),
+        match map_new(&name, geo) {
+            Ok(mapping) => return Ok((name, mapping)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 log::debug!("node layer: {} exists already; trying another name", name_text(&name))
             }
-            Err(e) => {
-                log::warn!("node layer: {e}");
-                return None;
-            }
+            Err(e) => return Err(e),
         }
     }
-    log::warn!("node layer: {NAME_TRIES} segment names in a row exist already; no segment");
-    None
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        format!("{NAME_TRIES} segment names in a row exist already"),
+    ))
 }
 
-/// Maps the named shared-memory object (`create`: new, the segment's
-/// size). The error says which step failed, and keeps the system's kind
-/// (EEXIST: the name is taken).
-fn map(name: &SegmentName, geo: Geometry, create: bool) -> Result<Mapping, std::io::Error> {
-    let failed = |step: &str| {
-        let e = std::io::Error::last_os_error();
-        std::io::Error::new(e.kind(), format!("{step} {}: {e}", name_text(name)))
-    };
-    let len = geo.total_bytes();
-    let flags = if create { libc::O_CREAT | libc::O_EXCL | libc::O_RDWR } else { libc::O_RDWR };
+/// Creates the named shared-memory object at the segment's size and maps
+/// it, reserving local rank 0's part; nothing is left under the name if
+/// that fails.
+fn map_new(name: &SegmentName, geo: Geometry) -> std::io::Result<Mapping> {
     // SAFETY: `name` is NUL-terminated; the descriptor is closed below.
-    let fd = unsafe { libc::shm_open(name.as_ptr().cast(), flags, 0o600) };
+    let fd = unsafe { libc::shm_open(name.as_ptr().cast(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
     if fd < 0 {
-        return Err(failed("shm_open"));
+        return Err(failed("shm_open", name, std::io::Error::last_os_error()));
     }
-    // SAFETY: sizes the new object; maps it shared; the mapping survives the close.
-    let base = unsafe {
-        if create && libc::ftruncate(fd, len as libc::off_t) != 0 {
-            let e = failed("ftruncate");
-            libc::close(fd);
-            libc::shm_unlink(name.as_ptr().cast());
-            return Err(e);
-        }
-        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
-        libc::close(fd);
-        p
+    // SAFETY: sizes the new object, which this process owns.
+    let sized = unsafe { libc::ftruncate(fd, geo.total_bytes() as libc::off_t) } == 0;
+    let mapped = if sized {
+        reserve_and_map(fd, name, geo, 0)
+    } else {
+        Err(failed("ftruncate", name, std::io::Error::last_os_error()))
     };
-    if base == libc::MAP_FAILED {
-        let e = failed("mmap");
-        if create {
-            unlink(name);
-        }
+    if mapped.is_err() {
+        unlink(name);
+    }
+    mapped
+}
+
+/// Maps the segment another rank created, reserving local rank `local`'s
+/// part.
+fn map(name: &SegmentName, geo: Geometry, local: usize) -> std::io::Result<Mapping> {
+    // SAFETY: `name` is NUL-terminated; the descriptor is closed below.
+    let fd = unsafe { libc::shm_open(name.as_ptr().cast(), libc::O_RDWR, 0o600) };
+    if fd < 0 {
+        return Err(failed("shm_open", name, std::io::Error::last_os_error()));
+    }
+    reserve_and_map(fd, name, geo, local)
+}
+
+/// `e` of `step` on segment `name`, said with both and of the same kind
+/// (EEXIST: the name is taken; ENOSPC: /dev/shm is full).
+fn failed(step: &str, name: &SegmentName, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{step} {}: {e}", name_text(name)))
+}
+
+/// Reserves local rank `local`'s part of the sized object open as `fd`
+/// ([`Geometry::own_range`]) and maps the whole; closes `fd`. The pages
+/// are allocated here, where this rank runs, and none of them can be
+/// missing when touched later.
+fn reserve_and_map(fd: libc::c_int, name: &SegmentName, geo: Geometry, local: usize) -> std::io::Result<Mapping> {
+    let (offset, len) = geo.own_range(local);
+    // SAFETY: allocates the range of the object open as `fd`; returns an errno.
+    let rc = unsafe { libc::posix_fallocate(fd, offset as libc::off_t, len as libc::off_t) };
+    let total = geo.total_bytes();
+    let base = if rc == 0 {
+        // SAFETY: maps the object shared; the mapping survives the close below.
+        unsafe { libc::mmap(std::ptr::null_mut(), total, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) }
+    } else {
+        libc::MAP_FAILED
+    };
+    let error = match (rc, base == libc::MAP_FAILED) {
+        (0, false) => None,
+        (0, true) => Some(failed("mmap", name, std::io::Error::last_os_error())),
+        (errno, _) => Some(failed(&format!("reserve {len} bytes of"), name, std::io::Error::from_raw_os_error(errno))),
+    };
+    // SAFETY: the descriptor opened by the caller, no longer needed.
+    unsafe { libc::close(fd) };
+    if let Some(e) = error {
         return Err(e);
     }
-    // SAFETY: `base` maps `len` bytes of a new (zeroed) or sized object,
-    // page-aligned, until the Mapping drops.
-    Ok(Mapping { seg: unsafe { Segment::new(base.cast(), geo) }, len })
+    // SAFETY: `base` maps `total` bytes of a sized object (zero where
+    // nobody wrote yet), page-aligned, until the Mapping drops.
+    Ok(Mapping { seg: unsafe { Segment::new(base.cast(), geo) }, len: total })
+}
+
+/// The size of /dev/shm, where segments live (statvfs).
+fn shm_bytes() -> Option<usize> {
+    // SAFETY: an all-zero statvfs is a valid value to be overwritten.
+    let mut fs: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a struct statvfs to fill.
+    let rc = unsafe { libc::statvfs(c"/dev/shm".as_ptr(), &mut fs) };
+    (rc == 0).then(|| (fs.f_blocks as usize).saturating_mul(fs.f_frsize as usize))
 }
 
 /// Removes the name of a segment this process created.
 fn unlink(name: &SegmentName) {
     // SAFETY: `name` is NUL-terminated.
     unsafe { libc::shm_unlink(name.as_ptr().cast()) };
-}
-
-/// Places local rank `local`'s block of a freshly mapped segment on its
-/// NUMA node: MADV_RANDOM turns off the fault-around that would place a
-/// neighbour's pages on this rank's node while it touches its own; each
-/// rank writes its own block's pages (rank 0 also the header), so they
-/// are allocated where it runs.
-fn place(mapping: &Mapping, local: usize) {
-    let (seg, len) = (&mapping.seg, mapping.len);
-    let (start, bytes) = seg.block_range(local);
-    // SAFETY: the mapping's own range, writable; the block and the header
-    // lie in it.
-    unsafe {
-        libc::madvise(seg.base().cast(), len, libc::MADV_RANDOM);
-        first_touch(start, bytes);
-        if local == 0 {
-            first_touch(seg.base(), seg.geo.header_bytes());
-        }
-    }
-}
-
-/// Writes one byte per page, so each page is allocated by this rank.
-///
-/// # Safety
-/// `start..start + len` is mapped and writable.
-unsafe fn first_touch(start: *mut u8, len: usize) {
-    for off in (0..len).step_by(PAGE) {
-        // SAFETY: within the range (caller); volatile so it is not elided.
-        unsafe { std::ptr::write_volatile(start.add(off), 0) };
-    }
 }
 
 /// The NUMA node this thread runs on (0 where the system cannot tell).
@@ -418,7 +428,7 @@ mod tests {
             tries += 1;
             taken
         })
-        .is_none());
+        .is_err());
         assert_eq!(tries, NAME_TRIES);
         unlink(&taken);
         // any other failure: no retry
@@ -429,7 +439,38 @@ mod tests {
             tries += 1;
             bad
         })
-        .is_none());
+        .is_err());
         assert_eq!(tries, 1);
+    }
+
+    #[test]
+    fn each_rank_reserves_its_part_and_sees_the_others() {
+        use std::os::unix::fs::MetadataExt;
+        let allocated = |name: &SegmentName| {
+            let file = std::fs::metadata(format!("/dev/shm{}", name_text(name))).expect("the segment's file");
+            file.blocks() as usize * 512
+        };
+        let (name, zero) = create_fresh(GEO, segment_name).expect("a segment");
+        assert_eq!(allocated(&name), GEO.own_range(0).1, "rank 0's part, before any touch");
+        let one = map(&name, GEO, 1).expect("opened");
+        assert_eq!(allocated(&name), GEO.total_bytes(), "and rank 1's");
+        unlink(&name);
+        // SAFETY: rank 1's block, in both mappings of the same object.
+        let seen = unsafe {
+            one.seg.block_range(1).0.write(7);
+            zero.seg.block_range(1).0.read()
+        };
+        assert_eq!(seen, 7);
+    }
+
+    #[test]
+    fn a_segment_larger_than_dev_shm_is_an_error_at_creation_and_leaves_nothing() {
+        let shm = shm_bytes().expect("a /dev/shm");
+        let huge = Geometry { slots: 1, slot_bytes: shm + PAGE, ranks: 1, ..GEO };
+        let name = segment_name();
+        let e = create_fresh(huge, || name).err().expect("no room");
+        assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+        assert!(e.to_string().contains("reserve"), "{e}");
+        assert!(std::fs::metadata(format!("/dev/shm{}", name_text(&name))).is_err(), "nothing left");
     }
 }

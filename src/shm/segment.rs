@@ -178,6 +178,15 @@ impl Geometry {
         self.header_bytes() + self.ranks * self.block_bytes()
     }
 
+    /// The bytes local rank `r` reserves of the segment, as (offset,
+    /// length): its block, and for rank 0 the header before it.
+    pub fn own_range(&self, r: usize) -> (usize, usize) {
+        match r {
+            0 => (0, self.header_bytes() + self.block_bytes()),
+            _ => (self.block(r), self.block_bytes()),
+        }
+    }
+
     /// Offset of rank `r`'s block.
     pub fn block(&self, r: usize) -> usize {
         debug_assert!(r < self.ranks);
@@ -291,5 +300,10 @@ mod tests {
             assert!(geo.queue_slot(r, 63) + 8192 <= geo.block(r) + geo.block_bytes());
         }
         assert_eq!(geo.total_bytes(), geo.block(2) + geo.block_bytes());
+        // the ranks' own ranges tile the segment
+        let ranges: Vec<(usize, usize)> = (0..3).map(|r| geo.own_range(r)).collect();
+        assert_eq!(ranges[0].0, 0);
+        assert!(ranges.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+        assert_eq!(ranges[2].0 + ranges[2].1, geo.total_bytes());
     }
 }

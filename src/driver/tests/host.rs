@@ -105,6 +105,11 @@ pub struct World {
     /// those zero copy does not reach.
     pub no_segment: AtomicU64,
     pub no_zero_copy: AtomicU64,
+    /// The size of the node's /dev/shm (0: unknown).
+    pub shm_bytes: AtomicUsize,
+    /// Calls each thread left to the host on each communicator before
+    /// setting it up.
+    host_calls: Mutex<HashMap<(Comm, usize), usize>>,
     /// Windows by (communicator, how many each of its ranks made before).
     windows: Mutex<HashMap<(Comm, usize), &'static SharedWindow>>,
     /// Windows each thread made on each communicator, and windows made and
@@ -125,9 +130,13 @@ pub struct World {
 impl World {
     /// `node_of[r]` is thread r's node; communicator 1 is all of them,
     /// then `extra` communicators. Leaked: the driver's per-thread caches
-    /// keep `'static` hosts.
+    /// keep `'static` hosts. pcoll sets communicators up at their first
+    /// call (PCOLL_SETUP_AFTER=0) unless `vars` say otherwise.
     pub fn new(node_of: &[usize], vars: &[(&str, &str)], extra: Vec<CommSpec>) -> &'static World {
-        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if !vars.iter().any(|(k, _)| k == "PCOLL_SETUP_AFTER") {
+            vars.push(("PCOLL_SETUP_AFTER".into(), "0".into()));
+        }
         let cfg = Config::from_vars(&vars).expect("a valid test configuration");
         let size = node_of.len();
         let mut comms =
@@ -146,6 +155,8 @@ impl World {
             segments_made: AtomicUsize::new(0),
             no_segment: AtomicU64::new(0),
             no_zero_copy: AtomicU64::new(0),
+            shm_bytes: AtomicUsize::new(0),
+            host_calls: Mutex::default(),
             windows: Mutex::default(),
             windows_made: Mutex::default(),
             windows_created: AtomicUsize::new(0),
@@ -410,10 +421,21 @@ impl Host for TestHost {
     fn create_state<'a>(&self, comm: Comm) -> Result<&'a CommState<TestHost>, Code> {
         // the private duplicate
         let private = self.split(comm, Split::Color(Some(0)), self.comm_rank(comm))?;
-        let state = self.world.registry.add(discover(self, private, &self.world.rt.cfg.shm)?);
+        let state =
+            self.world.registry.add(discover(self, private, &self.world.rt.cfg.shm, &self.world.registry.pool)?);
         self.world.states.lock().unwrap().insert((comm, self.rank), state as usize);
         // SAFETY: just added, alive until TestHost::free_state.
         Ok(unsafe { &*state })
+    }
+
+    fn count_host_call(&self, comm: Comm, after: usize) -> bool {
+        let mut calls = self.world.host_calls.lock().unwrap();
+        let calls = calls.entry((comm, self.rank)).or_default();
+        if *calls >= after {
+            return false;
+        }
+        *calls += 1;
+        true
     }
 
     fn world(&self) -> Comm {
@@ -704,6 +726,17 @@ pub struct TestOs {
     rank: usize,
 }
 
+impl TestOs {
+    /// A thread among the world's `no_segment` fails to map any segment,
+    /// as where /dev/shm has no room for its part.
+    fn fits(&self) -> std::io::Result<()> {
+        match TestHost::among(&self.world.no_segment, self.rank) {
+            true => Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "no room in the test's /dev/shm")),
+            false => Ok(()),
+        }
+    }
+}
+
 impl NodeOs for TestOs {
     type Mapping = &'static HeapSegment;
     type Peers = Threads;
@@ -716,25 +749,26 @@ impl NodeOs for TestOs {
         Some(Box::leak(Box::new(HeapSegment::new(geo))))
     }
 
-    fn create(&self, geo: Geometry) -> Option<(SegmentName, &'static HeapSegment)> {
-        if TestHost::among(&self.world.no_segment, self.rank) {
-            return None;
-        }
+    fn shm_bytes(&self) -> Option<usize> {
+        Some(self.world.shm_bytes.load(Ordering::Relaxed)).filter(|&b| b > 0)
+    }
+
+    fn create(&self, geo: Geometry) -> std::io::Result<(SegmentName, &'static HeapSegment)> {
+        self.fits()?;
         let mut name = [0u8; 64];
         let text = format!("/test-{}", self.world.segments_made.fetch_add(1, Ordering::Relaxed));
         name[..text.len()].copy_from_slice(text.as_bytes());
-        let segment = self.private(geo)?;
+        let segment = self.private(geo).expect("heap memory");
         self.world.segments.lock().unwrap().insert(name, segment);
-        Some((name, segment))
+        Ok((name, segment))
     }
 
-    fn open(&self, name: &SegmentName, geo: Geometry) -> Option<&'static HeapSegment> {
-        let segment = *self.world.segments.lock().unwrap().get(name)?;
+    fn open(&self, name: &SegmentName, geo: Geometry, _local: usize) -> std::io::Result<&'static HeapSegment> {
+        let segment = *self.world.segments.lock().unwrap().get(name).expect("a linked name");
         assert_eq!(segment.seg.geo, geo, "every rank of a node computes the same geometry");
-        (!TestHost::among(&self.world.no_segment, self.rank)).then_some(segment)
+        self.fits()?;
+        Ok(segment)
     }
-
-    fn place(&self, _: &&'static HeapSegment, _: usize) {}
 
     fn unlink(&self, name: &SegmentName) {
         self.world.segments.lock().unwrap().remove(name);
