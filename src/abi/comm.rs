@@ -11,14 +11,16 @@
 //! live ones.
 
 use super::host::{Mpi, State};
-use crate::driver::comm::States;
+use crate::driver::comm::{SegmentPool, States};
 use crate::driver::host::{check, Code};
 use crate::driver::node::{at_init, discover};
+use crate::driver::pool::Pool;
 use crate::driver::Host;
 use crate::select::config::Config;
 use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::os::raw::{c_int, c_void};
+use std::sync::Mutex;
 
 /// The keyval pcoll's state hangs on. Attributes with it are not copied by
 /// MPI_Comm_dup: a duplicate gets its own private communicator.
@@ -26,6 +28,9 @@ static KEYVAL: OnceCell<c_int> = OnceCell::new();
 
 /// Every live state.
 static STATES: States<Mpi> = States::new();
+
+/// The process's budget of /dev/shm and the segments it keeps.
+pub(super) static POOL: SegmentPool<Mpi> = Mutex::new(Pool::new());
 
 fn keyval() -> Result<c_int, c_int> {
     KEYVAL
@@ -89,7 +94,7 @@ pub(super) fn count_host_call(comm: MPI_Comm, after: usize) -> bool {
 /// At MPI_Init: sizes the node layer's budget, or says which settings
 /// /dev/shm cannot hold ([`at_init`]).
 pub(super) fn size_node_memory(cfg: &Config) -> Result<(), String> {
-    at_init(&Mpi, cfg, &STATES.pool)
+    at_init(&Mpi, cfg)
 }
 
 /// Creates pcoll's state for `comm`, an intracommunicator of more than one
@@ -100,7 +105,7 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
     check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
-    let state = match discover(&Mpi, private, &super::runtime::get().cfg.shm, &STATES.pool) {
+    let state = match discover(&Mpi, private, &super::runtime::get().cfg.shm) {
         Ok(state) => STATES.add(state),
         Err(rc) => {
             Mpi.free_comm(&mut private);

@@ -7,7 +7,7 @@ use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as rep
 use super::transport::PmpiTransport;
 use super::{runtime, THREAD};
 use crate::core::types::{Elem, ReduceOp, TypeClass};
-use crate::driver::comm::CommState;
+use crate::driver::comm::{CommState, SegmentPool};
 use crate::driver::host::{check, Access, Code, ErrorClass, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
@@ -210,6 +210,10 @@ impl Host for Mpi {
     #[inline]
     fn os(&self) -> Linux {
         Linux
+    }
+
+    fn pool(&self) -> &'static SegmentPool<Mpi> {
+        &comm::POOL
     }
 
     #[inline]

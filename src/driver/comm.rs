@@ -63,6 +63,9 @@ pub struct CommState<H: Host> {
 /// the step protocol's state that goes with it.
 pub type Kept<H> = (<<H as Host>::Os as NodeOs>::Mapping, CallState);
 
+/// A process's budget of /dev/shm and the segments it keeps.
+pub type SegmentPool<H> = Mutex<Pool<Kept<H>>>;
+
 impl<H: Host> CommState<H> {
     pub fn topo(&self) -> Topo {
         self.node.topo
@@ -99,11 +102,9 @@ impl<H: Host> CommState<H> {
 /// host's (MPI: an attribute of the user's communicator) until the user
 /// frees the communicator: the epoch that tells a remembered state from a
 /// stale one, and what MPI_Finalize releases.
-pub struct States<H: Host> {
+pub struct States<H> {
     /// Addresses of every live state.
     live: Mutex<BTreeSet<usize>>,
-    /// The process's budget of /dev/shm and the segments it keeps.
-    pub pool: Mutex<Pool<Kept<H>>>,
     /// Bumped whenever a state is deleted: a communicator handle can be
     /// reused only after its communicator is freed, so a cached (handle,
     /// state) pair of an older epoch may be stale and one of the current
@@ -115,12 +116,7 @@ pub struct States<H: Host> {
 impl<H: Host> States<H> {
     #[allow(clippy::new_without_default)]
     pub const fn new() -> States<H> {
-        States {
-            live: Mutex::new(BTreeSet::new()),
-            pool: Mutex::new(Pool::new()),
-            epoch: AtomicU64::new(0),
-            host: PhantomData,
-        }
+        States { live: Mutex::new(BTreeSet::new()), epoch: AtomicU64::new(0), host: PhantomData }
     }
 
     /// The number of deletions so far (see [`Host::epoch`]).
@@ -153,7 +149,7 @@ impl<H: Host> States<H> {
         // SAFETY: a box from `add`, not deleted before (the caller's promise).
         let mut state = *unsafe { Box::from_raw(state) };
         if let Some((tag, mapping)) = state.release(host) {
-            self.pool.lock().unwrap().keep(tag, (mapping, state.node.state));
+            host.pool().lock().unwrap().keep(tag, (mapping, state.node.state));
         }
     }
 
@@ -174,7 +170,7 @@ impl<H: Host> States<H> {
         let mut states: Vec<&mut CommState<H>> =
             live.into_iter().map(|address| unsafe { &mut *(address as *mut CommState<H>) }).collect();
         states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
-        let mut pool = self.pool.lock().unwrap();
+        let mut pool = host.pool().lock().unwrap();
         for state in states {
             if let Some((tag, mapping)) = state.release(host) {
                 pool.unreserve(tag.own_bytes());

@@ -17,7 +17,7 @@
 //! - the process: its world rank, the host's version, stopping the job,
 //!   and summing PCOLL_VERIFY's counts over the job.
 
-use super::comm::CommState;
+use super::comm::{CommState, SegmentPool};
 use super::thread::PerThread;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
 use crate::exec::Transport;
@@ -193,6 +193,9 @@ pub trait Host: Copy + Sized + 'static {
     fn barrier(&self, comm: Self::Comm) -> Result<(), Code>;
     /// The operating system's side of the node's memory.
     fn os(&self) -> Self::Os;
+    /// This process's budget of /dev/shm and the segments it keeps
+    /// ([`super::pool`]).
+    fn pool(&self) -> &'static SegmentPool<Self>;
 
     // --- Moving data.
 

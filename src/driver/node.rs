@@ -18,7 +18,7 @@
 //! At MPI_Init, [`at_init`] sizes the budget and refuses settings whose
 //! segment /dev/shm cannot hold.
 
-use super::comm::{CallState, CommState, Kept, NodeReport, NodeState};
+use super::comm::{CallState, CommState, Kept, NodeReport, NodeState, SegmentPool};
 use super::host::{Code, Host, Split};
 use super::pool::{default_budget, Pool, Tag, PROPOSALS};
 use crate::select::config::{bytes_text, Config, ShmConfig};
@@ -27,15 +27,12 @@ use crate::shm::{NodeOs, SegmentName};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-/// The budget and kept segments of a process ([`Pool`]).
-pub type SegmentPool<H> = Mutex<Pool<Kept<H>>>;
-
 /// At MPI_Init (collective over MPI_COMM_WORLD): refuses block settings
 /// whose segment, for a node of every rank of this host, would take more
 /// than its share of /dev/shm ([`Config::check_segment`]; the message
 /// names them), and sets the process's budget (PCOLL_SHM_BUDGET, or half
 /// of /dev/shm shared among the host's ranks).
-pub fn at_init<H: Host>(host: &H, cfg: &Config, pool: &SegmentPool<H>) -> Result<(), String> {
+pub fn at_init<H: Host>(host: &H, cfg: &Config) -> Result<(), String> {
     if !cfg.enable || !cfg.shm.enable {
         return Ok(());
     }
@@ -44,7 +41,7 @@ pub fn at_init<H: Host>(host: &H, cfg: &Config, pool: &SegmentPool<H>) -> Result
     let (_, host_ranks) = shape(host, shared);
     host.free_comm(&mut shared);
     cfg.check_segment(cfg.shm.ranks_per_node.map_or(host_ranks, |k| k.min(host_ranks)), shm)?;
-    set_budget(&mut pool.lock().unwrap(), &cfg.shm, Some(shm), host_ranks);
+    set_budget(&mut host.pool().lock().unwrap(), &cfg.shm, Some(shm), host_ranks);
     Ok(())
 }
 
@@ -58,13 +55,9 @@ fn set_budget<T>(pool: &mut Pool<T>, cfg: &ShmConfig, shm: Option<usize>, host_r
 
 /// The state of the communicator whose private duplicate is `private`;
 /// collective over it.
-pub fn discover<H: Host>(
-    host: &H,
-    private: H::Comm,
-    cfg: &ShmConfig,
-    pool: &SegmentPool<H>,
-) -> Result<CommState<H>, Code> {
+pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<CommState<H>, Code> {
     let (rank, size) = shape(host, private);
+    let pool = host.pool();
     let os = host.os();
     let mut node_comm = host.split(private, Split::Shared, rank)?;
     let (_, on_this_host) = shape(host, node_comm);

@@ -6,9 +6,10 @@
 
 use crate::core::schedule::Xfer;
 use crate::core::types::{Elem, ReduceOp, TypeClass};
-use crate::driver::comm::{CommState, States};
+use crate::driver::comm::{CommState, SegmentPool, States};
 use crate::driver::host::{Access, Code, ErrorClass, OpKind, Repr, Split, TypeKind, TypeLayout};
 use crate::driver::node::discover;
+use crate::driver::pool::Pool;
 use crate::driver::runtime::{panic_message, Runtime};
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
@@ -110,6 +111,8 @@ pub struct World {
     /// Calls each thread left to the host on each communicator before
     /// setting it up.
     host_calls: Mutex<HashMap<(Comm, usize), usize>>,
+    /// Each thread's budget and kept segments, as each process has its own.
+    pools: Vec<SegmentPool<TestHost>>,
     /// Windows by (communicator, how many each of its ranks made before).
     windows: Mutex<HashMap<(Comm, usize), &'static SharedWindow>>,
     /// Windows each thread made on each communicator, and windows made and
@@ -157,6 +160,7 @@ impl World {
             no_zero_copy: AtomicU64::new(0),
             shm_bytes: AtomicUsize::new(0),
             host_calls: Mutex::default(),
+            pools: (0..size).map(|_| Mutex::new(Pool::new())).collect(),
             windows: Mutex::default(),
             windows_made: Mutex::default(),
             windows_created: AtomicUsize::new(0),
@@ -421,8 +425,7 @@ impl Host for TestHost {
     fn create_state<'a>(&self, comm: Comm) -> Result<&'a CommState<TestHost>, Code> {
         // the private duplicate
         let private = self.split(comm, Split::Color(Some(0)), self.comm_rank(comm))?;
-        let state =
-            self.world.registry.add(discover(self, private, &self.world.rt.cfg.shm, &self.world.registry.pool)?);
+        let state = self.world.registry.add(discover(self, private, &self.world.rt.cfg.shm)?);
         self.world.states.lock().unwrap().insert((comm, self.rank), state as usize);
         // SAFETY: just added, alive until TestHost::free_state.
         Ok(unsafe { &*state })
@@ -498,6 +501,10 @@ impl Host for TestHost {
 
     fn os(&self) -> TestOs {
         TestOs { world: self.world, rank: self.rank }
+    }
+
+    fn pool(&self) -> &'static SegmentPool<TestHost> {
+        &self.world.pools[self.rank]
     }
 
     fn transport<'a>(&self, state: &'a CommState<TestHost>, ranks: Option<&'a [usize]>) -> ThreadTransport<'a> {

@@ -127,3 +127,92 @@ fn zero_copy_is_used_only_where_every_rank_of_the_node_reaches_its_neighbour() {
         assert!(all.iter().all(|(f, t, _)| f.segment == segment && t.shm == segment && !f.zero_copy), "{var}");
     }
 }
+
+/// Every rank's segment base address on `comm`, set up by an Allreduce
+/// whose result is checked (0: no segment).
+fn allreduce_and_base(world: &'static World, comm: Comm) -> Vec<usize> {
+    world.run(|h| {
+        let Some(me) = world.members_of(comm).iter().position(|&t| t == h.rank) else { return 0 };
+        let n = world.members_of(comm).len();
+        let (send, mut recv) = (super::bytes_of(&super::input(me, 300)), vec![0u8; 1200]);
+        let outcome =
+            super::reduce_call(h, Some(&send), &mut recv, 300, super::host::Ty::I32, super::host::Op::Sum, None, comm);
+        assert_eq!(outcome, crate::driver::host::Outcome::Done(0));
+        assert_eq!(super::i32s_of(&recv), super::summed(n, 300));
+        let state = world.state(comm, h.rank).expect("set up");
+        state.node_memory().map_or(0, |(seg, _)| seg.base() as usize)
+    })
+}
+
+/// Every member of `comm` frees it (its segment is kept).
+fn free_everywhere(world: &'static World, comm: Comm) {
+    world.run(|h| {
+        if world.members_of(comm).contains(&h.rank) {
+            h.free_state(comm)
+        }
+    });
+}
+
+#[test]
+fn a_communicator_is_set_up_at_the_call_after_those_left_to_the_host() {
+    let world = World::one_node(3, &[("PCOLL_SETUP_AFTER", "2")]);
+    for call in 0..3 {
+        let outcomes = world.run(|h| {
+            let mut buf = [h.rank as u8; 8];
+            let outcome = bcast_call(h, buf.as_mut_ptr().cast(), 8, super::host::Ty::Byte, 0, WORLD);
+            (outcome, world.state(WORLD, h.rank).is_some())
+        });
+        let want = match call {
+            0 | 1 => (Forward(crate::driver::comm::NEW_COMMUNICATOR), false),
+            _ => (crate::driver::host::Outcome::Done(0), true),
+        };
+        assert!(outcomes.iter().all(|&o| o == want), "call {call}: {outcomes:?}");
+    }
+    // reproducible reductions never go to the host's own algorithms
+    let world = World::one_node(2, &[("PCOLL_SETUP_AFTER", "2"), ("PCOLL_REPRODUCIBLE", "1")]);
+    assert!(allreduce_and_base(world, WORLD).iter().all(|&base| base != 0));
+}
+
+#[test]
+fn a_freed_communicators_segment_serves_the_next_one_of_the_same_ranks_in_the_same_order() {
+    let same = || CommSpec { members: vec![0, 1, 2], inter: false };
+    let reversed = CommSpec { members: vec![2, 1, 0], inter: false };
+    // communicators 2, 3, 4: the world's ranks; 5: reversed
+    let world = World::new(&[0; 3], &[], vec![same(), same(), same(), reversed]);
+    let first = allreduce_and_base(world, 2);
+    assert!(first.iter().all(|&b| b == first[0] && b != 0));
+    free_everywhere(world, 2);
+    // the same ranks in another order: a new segment
+    let other = allreduce_and_base(world, 5);
+    assert!(other.iter().all(|&b| b == other[0] && b != first[0]), "{other:?} {first:?}");
+    // the same ranks in the same order: the kept one, its protocol state
+    // going on where the last communicator left it (results checked)
+    assert_eq!(allreduce_and_base(world, 3), first);
+    assert_eq!(allreduce_and_base(world, 3), first);
+    // a rank that still holds it (communicator 3 is alive at thread 1):
+    // nobody takes it
+    world.run(|h| {
+        if h.rank != 1 {
+            h.free_state(3)
+        }
+    });
+    let next = allreduce_and_base(world, 4);
+    assert!(next.iter().all(|&b| b == next[0] && b != first[0] && b != other[0]), "{next:?}");
+    assert_eq!(world.linked_segments(), 0);
+}
+
+#[test]
+fn beyond_the_budget_communicators_run_without_segments_on_every_rank_of_the_node() {
+    let same = || CommSpec { members: vec![0, 1], inter: false };
+    let world = World::new(&[0; 2], &[], vec![same(), same(), same()]);
+    // half of 8 MiB between 2 ranks: room for one segment of the defaults
+    world.shm_bytes.store(8 << 20, std::sync::atomic::Ordering::Relaxed);
+    let first = allreduce_and_base(world, 2);
+    assert!(first.iter().all(|&b| b != 0));
+    assert_eq!(allreduce_and_base(world, 3), [0, 0], "no room left: point-to-point, correct results");
+    free_everywhere(world, 2);
+    assert_eq!(allreduce_and_base(world, 4), first, "the freed one, kept, serves the next");
+    // a budget given: none at all fits
+    let world = World::new(&[0; 2], &[("PCOLL_SHM_BUDGET", "64K")], vec![same()]);
+    assert_eq!(allreduce_and_base(world, 2), [0, 0]);
+}
