@@ -106,6 +106,7 @@ import env_checks
 import family_checks
 import mismatch_checks
 import selection_checks
+import small_shm_checks
 import valgrind_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -273,7 +274,9 @@ def launch_cmd(mpi, nranks, exe, tenv, argv=()):
     return cmd + [exe] + list(argv)
 
 
-def run_mpi(mpi, nranks, exe, tenv, timeout, argv=()):
+def run_mpi(mpi, nranks, exe, tenv, timeout, argv=(), prefix=()):
+    """Runs `exe` on `nranks` ranks with the variables `tenv`; `prefix`: a
+    command that runs the launcher (its arguments follow)."""
     env = base_env()
     full = dict(tenv)
     if mpi == "openmpi":
@@ -284,7 +287,7 @@ def run_mpi(mpi, nranks, exe, tenv, timeout, argv=()):
     for k, v in full.items():
         if k != "LD_PRELOAD":
             env[k] = v
-    return run_cmd(launch_cmd(mpi, nranks, exe, full, argv), env, timeout)
+    return run_cmd(list(prefix) + launch_cmd(mpi, nranks, exe, full, argv), env, timeout)
 
 
 # ---------------------------------------------------------------- building
@@ -801,6 +804,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     family_checks.run(sys.modules[__name__], mpi, lib, args, res)
     mismatch_checks.run(sys.modules[__name__], mpi, lib, res)
     valgrind_checks.run(sys.modules[__name__], mpi, lib, res)
+    small_shm_checks.run(sys.modules[__name__], mpi, lib, exes, res)
 
 
 # pcoll's segments are /dev/shm/pcoll-<creator's pid>-<n>-<16 random hex

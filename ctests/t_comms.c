@@ -2,8 +2,12 @@
  *  - MPI_Comm_dup, MPI_Comm_split (odd/even, reversed key, 3-way with
  *    negative keys, MPI_UNDEFINED), nested dup, MPI_Comm_create from a
  *    reordered group, intercommunicators;
- *  - many communicators created, used once and freed in a loop (sizes and
- *    rank orders vary, so a reused handle maps to a different group);
+ *  - many communicators created, used and freed in a loop (sizes and
+ *    rank orders vary, so a reused handle maps to a different group, and
+ *    a segment pcoll keeps from a freed communicator must go only to one
+ *    of the same ranks in the same order); each is used twice, since
+ *    pcoll leaves the first call on a communicator to the host MPI
+ *    (PCOLL_SETUP_AFTER) and sets up at the second;
  *  - a user MPI_Irecv(MPI_ANY_SOURCE, MPI_ANY_TAG) pending on
  *    MPI_COMM_WORLD during a batch of collectives must not match anything,
  *    and a user message sent before collectives on a communicator must
@@ -156,7 +160,7 @@ static void inter_checks(MPI_Comm ic, int in_a /* group A holds the root */, con
     }
 }
 
-/* ---- many communicators: one collective each, exact expected values ---- */
+/* ---- many communicators: one collective each (twice), exact expected values ---- */
 
 static void aff_fold(ct_aff *acc, const ct_aff *x)
 {
@@ -262,6 +266,7 @@ static void many_comms(int iters)
             break;
         }
         one_coll(c, it, (it / 3 + it) % 4);
+        one_coll(c, it + 1, (it / 3 + it + 1) % 4);
         PMPI_Comm_free(&c);
         if (g_fail > 20)
             break;
@@ -275,6 +280,7 @@ static void many_comms(int iters)
             PMPI_Comm_free(&cur);
         cur = nc;
         one_coll(cur, d, d % 4);
+        one_coll(cur, d + 1, (d + 1) % 4);
     }
     PMPI_Comm_free(&cur);
 }
