@@ -21,7 +21,11 @@
 #    bench/out/algos-*.csv), one table per MPI, rank count and collective;
 # 8. with --kernels, also times pcoll's reduction kernels against the
 #    host's MPI_Reduce_local for every predefined type and operator
-#    (bench/kernels.c; bench/out/kernels-<mpi>.txt).
+#    (bench/kernels.c; bench/out/kernels-<mpi>.txt);
+# 9. with --comm-cycles, instead times what a communicator costs: 5,000
+#    cycles of MPI_Comm_dup, one (and three) 8-byte Allreduces and
+#    MPI_Comm_free, stock against pcoll, at 2 and 4 ranks
+#    (bench/comm_cycles.c; bench/out/comm-cycles.txt).
 #
 # PCOLL_* variables in the caller's environment reach every rank, e.g.
 #   PCOLL_ALLREDUCE=ring bash scripts/bench.sh --colls allreduce
@@ -41,6 +45,8 @@ DO_BUILD=1
 DO_PLOT=1
 DO_KERNELS=0
 DO_ALGOS=0
+DO_CYCLES=0
+CYCLES=5000
 RUN_TIMEOUT=900
 PASSES=  # --passes; unset: 3, or 1 with --quick
 QUICK=0
@@ -55,6 +61,8 @@ Options:
   --oversubscribed     also run at 4 ranks (more ranks than cores), reported separately
   --kernels            also compare pcoll's reduction kernels with MPI_Reduce_local
   --algorithms         time every algorithm (forced in turn) instead of pcoll's choice
+  --comm-cycles        time communicator create/use/free cycles instead (at --ranks and --over-ranks)
+  --cycles N           cycles per variant of --comm-cycles (default 5000; 500 with --quick)
   --over-ranks N       rank count for --oversubscribed (default 4)
   --ranks N            rank count of the main runs (default 2)
   --passes N           runs per MPI of the main table, MPIs alternating (default 3; 1 with --quick)
@@ -80,10 +88,12 @@ while [ $# -gt 0 ]; do
         --oversubscribed) OVERSUB=1 ;;
         --kernels) DO_KERNELS=1 ;;
         --algorithms) DO_ALGOS=1 ;;
+        --comm-cycles) DO_CYCLES=1 ;;
+        --cycles) CYCLES=$2; shift ;;
         --over-ranks) OVER_RANKS=$2; OVERSUB=1; shift ;;
         --ranks) RANKS=$2; shift ;;
         --mpi) MPIS=$2; shift ;;
-        --quick) BENCH_ARGS+=(--max-bytes 64K --max-iters 300); TIME_PER_POINT=0.05; QUICK=1
+        --quick) BENCH_ARGS+=(--max-bytes 64K --max-iters 300); TIME_PER_POINT=0.05; QUICK=1; CYCLES=500
                  OVER_ARGS=(--time 0.05 --max-iters 100) ;;
         --passes) PASSES=$2; shift ;;
         --time) TIME_PER_POINT=$2; shift ;;
@@ -265,6 +275,34 @@ if [ "$DO_ALGOS" = 1 ]; then
     python3 "$ROOT/bench/algos_table.py" "$OUT"/algos-*.csv | tee "$OUT/algorithms.txt" || STATUS=1
     echo
     echo "bench.sh: done in $(elapsed "$T0") (bench/out/algorithms.txt), exit $STATUS"
+    exit "$STATUS"
+fi
+
+if [ "$DO_CYCLES" = 1 ]; then
+    rm -f "$OUT"/comm-cycles-*.csv
+    for m in "${MPI_LIST[@]}"; do
+        EXE[$m]="$OUT/comm_cycles.$m"
+        if ! "$(mpicc_of "$m")" -O2 -Wall -o "${EXE[$m]}" "$ROOT/bench/comm_cycles.c"; then
+            warn "$m: compiling bench/comm_cycles.c failed"
+            STATUS=1
+            continue
+        fi
+        for n in "$RANKS" "$OVER_RANKS"; do
+            say "$m, $n ranks: communicator cycles, stock and pcoll"
+            run_one "$m" "$n" "comm-cycles-$m-$n" --cycles "$CYCLES" || STATUS=1
+        done
+    done
+    say "communicator cycles"
+    awk -F, -v cores="$CORES" 'FNR == 1 { next }
+        !hdr { hdr = 1
+               print "# communicator cycles: MPI_Comm_dup(MPI_COMM_WORLD), K 8-byte Allreduces, MPI_Comm_free; us per"
+               print "# cycle (median over blocks alternating stock and pcoll); target: pcoll/stock at most 2.00"
+               printf "%-8s %5s %5s %8s %10s %10s %12s  %s\n", "mpi", "ranks", "calls", "cycles", "stock_us", "pcoll_us", "pcoll/stock", "check" }
+        { printf "%-8s %5d %5d %8d %10.2f %10.2f %12.2f  %s%s\n", $1, $2, $3, $4, $5, $6, $7, $8,
+                 ($2 > cores ? "  OVERSUBSCRIBED" : "") }' "$OUT"/comm-cycles-*.csv | tee "$OUT/comm-cycles.txt"
+    grep -q ',WRONG' "$OUT"/comm-cycles-*.csv 2>/dev/null && { warn "pcoll produced WRONG results"; STATUS=1; }
+    echo
+    echo "bench.sh: done in $(elapsed "$T0") (bench/out/comm-cycles.txt), exit $STATUS"
     exit "$STATUS"
 fi
 

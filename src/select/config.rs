@@ -294,10 +294,11 @@ const BLOCK_VARIABLES: [&str; 4] =
 
 impl Config {
     /// Calls on a new communicator that go to the host MPI before pcoll
-    /// sets it up: PCOLL_SETUP_AFTER, but none with PCOLL_REPRODUCIBLE=1,
-    /// whose reductions must all run pcoll's canonical algorithms.
+    /// sets it up: PCOLL_SETUP_AFTER, but none where every call must run
+    /// pcoll's algorithms: with PCOLL_REPRODUCIBLE=1 (canonical
+    /// reductions) or an algorithm forced for a collective.
     pub fn calls_before_setup(&self) -> usize {
-        if self.reproducible {
+        if self.reproducible || self.choices.iter().any(|c| matches!(c, Choice::Force(..))) {
             0
         } else {
             self.setup_after
@@ -883,9 +884,12 @@ mod tests {
         assert_eq!((cfg.shm.budget, cfg.calls_before_setup()), (None, SETUP_AFTER));
         let cfg = parse(&[("PCOLL_SHM_BUDGET", "16M"), ("PCOLL_SETUP_AFTER", "3")]).unwrap();
         assert_eq!((cfg.shm.budget, cfg.calls_before_setup()), (Some(16 << 20), 3));
-        // reproducible reductions never reach the host's own algorithms
-        let cfg = parse(&[("PCOLL_SETUP_AFTER", "3"), ("PCOLL_REPRODUCIBLE", "1")]).unwrap();
-        assert_eq!(cfg.calls_before_setup(), 0);
+        // reproducible reductions never reach the host's own algorithms,
+        // nor calls of a collective forced to an algorithm
+        for forcing in [("PCOLL_REPRODUCIBLE", "1"), ("PCOLL_GATHERV", "linear")] {
+            assert_eq!(parse(&[("PCOLL_SETUP_AFTER", "3"), forcing]).unwrap().calls_before_setup(), 0, "{forcing:?}");
+        }
+        assert_eq!(parse(&[("PCOLL_SETUP_AFTER", "3"), ("PCOLL_BCAST", "mpi")]).unwrap().calls_before_setup(), 3);
         for (var, value) in [("PCOLL_SHM_BUDGET", "2048G"), ("PCOLL_SETUP_AFTER", "-1")] {
             assert_eq!(parse(&[(var, value)]).unwrap_err().var, var);
         }
