@@ -44,6 +44,20 @@ static int value(int r, int j, int salt)
     return r * 7919 + j * 3 + salt;
 }
 
+/* Checks a reduction's result: element j is the sum over the n ranks. */
+static void check_sums(const int *out, int count, int n, int salt, const char *coll, const char *what, int index)
+{
+    for (int j = 0; j < count; j++) {
+        int want = 0;
+        for (int q = 0; q < n; q++)
+            want += value(q, j, salt);
+        if (out[j] != want) {
+            FAIL("%s %d: %s count %d element %d: got %d, expected %d", what, index, coll, count, j, out[j], want);
+            return;
+        }
+    }
+}
+
 /* Every collective on `c`, once per size; `salt` changes the data from
  * call to call, so that a stale result cannot pass. */
 static void use(MPI_Comm c, int salt, const char *what, int index)
@@ -61,30 +75,13 @@ static void use(MPI_Comm c, int salt, const char *what, int index)
         memset(out, 0xA5, sizeof(int) * (size_t)count);
         if (MPI_Allreduce(in, out, count, MPI_INT, MPI_SUM, c) != MPI_SUCCESS)
             FAIL("%s %d: MPI_Allreduce count %d failed", what, index, count);
-        for (int j = 0; j < count; j++) {
-            int want = 0;
-            for (int q = 0; q < n; q++)
-                want += value(q, j, salt);
-            if (out[j] != want) {
-                FAIL("%s %d: MPI_Allreduce count %d element %d: got %d, expected %d", what, index, count, j, out[j],
-                     want);
-                break;
-            }
-        }
+        check_sums(out, count, n, salt, "MPI_Allreduce", what, index);
         /* Reduce */
         memset(out, 0xA5, sizeof(int) * (size_t)count);
         if (MPI_Reduce(in, out, count, MPI_INT, MPI_SUM, root, c) != MPI_SUCCESS)
             FAIL("%s %d: MPI_Reduce count %d failed", what, index, count);
-        for (int j = 0; r == root && j < count; j++) {
-            int want = 0;
-            for (int q = 0; q < n; q++)
-                want += value(q, j, salt);
-            if (out[j] != want) {
-                FAIL("%s %d: MPI_Reduce count %d element %d: got %d, expected %d", what, index, count, j, out[j],
-                     want);
-                break;
-            }
-        }
+        if (r == root)
+            check_sums(out, count, n, salt, "MPI_Reduce", what, index);
         /* Bcast */
         for (int j = 0; j < count; j++)
             out[j] = r == root ? value(root, j, salt + 1) : -1;
