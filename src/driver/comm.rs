@@ -2,12 +2,15 @@
 //! calls on (its ranks and nodes, the schedules built for it, the node
 //! algorithms' memory), and how a call finds it.
 //!
-//! The host creates it at the first collective pcoll runs on a
-//! communicator (a point every rank reaches together, since collectives
-//! are called in the same order everywhere), through node discovery
-//! ([`super::node::discover`]), and releases it with the communicator. A handle can be reused only after its communicator is
-//! freed, and every deletion bumps the host's epoch ([`Host::epoch`]), so
-//! a (handle, state) pair remembered under the current epoch is valid.
+//! The host creates it at the call that sets the communicator up
+//! ([`state_after`]: after the calls left to the host; a point every rank
+//! reaches together, since collectives are called in the same order
+//! everywhere), through node discovery ([`super::node::discover`]), and
+//! releases it with the communicator, keeping its segment for a later
+//! one ([`States::delete`]). A handle can be reused only after its
+//! communicator is freed, and every deletion bumps the host's epoch
+//! ([`Host::epoch`]), so a (handle, state) pair remembered under the
+//! current epoch is valid.
 
 use super::cache::ScheduleCache;
 use super::host::{Code, Host};

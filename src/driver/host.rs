@@ -5,7 +5,8 @@
 //!
 //! Every operation here is one the orchestration cannot do itself:
 //! - communicators: their shape, and pcoll's state for one (looked up
-//!   cheaply, created collectively at the first call pcoll runs on it);
+//!   cheaply, created collectively at the call that sets it up, the calls
+//!   before counted);
 //! - communicators pcoll makes and small control messages on them (node
 //!   discovery, the Gatherv root's decision, PCOLL_VERIFY's agreement);
 //! - the operating system's side of the node's memory ([`NodeOs`]);
