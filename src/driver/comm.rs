@@ -51,7 +51,8 @@ pub struct CommState<H: Host> {
     /// The private duplicate of the user's communicator, which carries
     /// all of pcoll's traffic; null once released.
     pub private: H::Comm,
-    /// The ranks of this rank's node (of the private duplicate).
+    /// The ranks of this rank's node (of the private duplicate; the
+    /// private duplicate itself where the job runs on one host).
     pub node_comm: H::Comm,
     /// The node's segment and zero copy, where they could be set up.
     pub mapping: Option<<H::Os as NodeOs>::Mapping>,
@@ -95,8 +96,11 @@ impl<H: Host> CommState<H> {
             }
         }
         self.peers = None;
-        host.free_comm(&mut self.node_comm);
+        if self.node_comm != self.private {
+            host.free_comm(&mut self.node_comm);
+        }
         host.free_comm(&mut self.private);
+        self.node_comm = self.private;
         Some((self.segment.take()?, mapping?))
     }
 }

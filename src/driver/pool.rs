@@ -1,6 +1,7 @@
 //! The shared memory one process holds for its communicators' node
 //! segments: what it may reserve of /dev/shm (the budget), and the
-//! segments of freed communicators it keeps for later ones.
+//! segments of freed communicators it keeps for later ones; and whether
+//! the whole job runs on its host, as MPI_Init found.
 //!
 //! Budget: each rank reserves its own part of a segment (its block; the
 //! node's first rank also the header, [`Geometry::own_range`]), and a
@@ -68,12 +69,14 @@ pub struct Pool<T> {
     reserved: usize,
     /// What it may reserve; `None` until set (no limit).
     budget: Option<usize>,
+    /// Every rank of MPI_COMM_WORLD runs on this host.
+    one_host: bool,
 }
 
 impl<T> Pool<T> {
     #[allow(clippy::new_without_default)]
     pub const fn new() -> Pool<T> {
-        Pool { kept: Vec::new(), reserved: 0, budget: None }
+        Pool { kept: Vec::new(), reserved: 0, budget: None, one_host: false }
     }
 
     pub fn budget(&self) -> Option<usize> {
@@ -82,6 +85,16 @@ impl<T> Pool<T> {
 
     pub fn set_budget(&mut self, bytes: usize) {
         self.budget = Some(bytes);
+    }
+
+    /// Whether every rank of the job runs on this host (false unless
+    /// MPI_Init found so).
+    pub fn one_host(&self) -> bool {
+        self.one_host
+    }
+
+    pub fn set_one_host(&mut self, one: bool) {
+        self.one_host = one;
     }
 
     /// Bytes reserved of live and kept segments.

@@ -207,6 +207,12 @@ impl World {
         })
     }
 
+    /// As MPI_Init finds where every rank runs on one host.
+    pub fn on_one_host(&'static self) -> &'static World {
+        self.pools.iter().for_each(|pool| pool.lock().unwrap().set_one_host(true));
+        self
+    }
+
     /// Makes every thread's state of `comm` (collectively, as the first
     /// call pcoll runs on it does), for tests that call on one thread.
     pub fn with_states(&'static self, comm: Comm) -> &'static World {

@@ -216,3 +216,18 @@ fn beyond_the_budget_communicators_run_without_segments_on_every_rank_of_the_nod
     let world = World::new(&[0; 2], &[("PCOLL_SHM_BUDGET", "64K")], vec![same()]);
     assert_eq!(allreduce_and_base(world, 2), [0, 0]);
 }
+
+#[test]
+fn where_the_job_runs_on_one_host_the_node_is_the_communicator_itself() {
+    let reversed = CommSpec { members: vec![2, 1, 0], inter: false };
+    let world = World::new(&[0; 3], &[], vec![reversed]).on_one_host();
+    for comm in [WORLD, 2] {
+        let all = discover_all(world, comm);
+        assert!(all.iter().all(|(f, t, base)| f.segment && t.shm && t.nodes == 1 && *base == all[0].2));
+        world.run(|h| {
+            let state = world.state(comm, h.rank).expect("set up");
+            assert!(state.node_comm == state.private, "no split");
+        });
+        assert_eq!(allreduce_and_base(world, comm)[0], all[0].2);
+    }
+}
