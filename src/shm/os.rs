@@ -197,7 +197,10 @@ fn map_new(name: &SegmentName, geo: Geometry) -> std::io::Result<Mapping> {
     let mapped = if sized {
         reserve_and_map(fd, name, geo, 0)
     } else {
-        Err(failed("ftruncate", name, std::io::Error::last_os_error()))
+        let e = failed("ftruncate", name, std::io::Error::last_os_error());
+        // SAFETY: the descriptor opened above, no longer needed.
+        unsafe { libc::close(fd) };
+        Err(e)
     };
     if mapped.is_err() {
         unlink(name);
@@ -228,8 +231,14 @@ fn failed(step: &str, name: &SegmentName, e: std::io::Error) -> std::io::Error {
 /// missing when touched later.
 fn reserve_and_map(fd: libc::c_int, name: &SegmentName, geo: Geometry, local: usize) -> std::io::Result<Mapping> {
     let (offset, len) = geo.own_range(local);
-    // SAFETY: allocates the range of the object open as `fd`; returns an errno.
-    let rc = unsafe { libc::posix_fallocate(fd, offset as libc::off_t, len as libc::off_t) };
+    let rc = loop {
+        // SAFETY: allocates the range of the object open as `fd`; returns an errno.
+        let rc = unsafe { libc::posix_fallocate(fd, offset as libc::off_t, len as libc::off_t) };
+        // a signal cut a large reservation short: it is made again
+        if rc != libc::EINTR {
+            break rc;
+        }
+    };
     let total = geo.total_bytes();
     let base = if rc == 0 {
         // SAFETY: maps the object shared; the mapping survives the close below.
