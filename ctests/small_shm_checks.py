@@ -12,7 +12,7 @@ of pcoll's may be left there:
   - ctests/x_comms.c keeps 200 communicators alive and runs every
     collective on each, results checked: beyond pcoll's budget of /dev/shm
     the communicators run its point-to-point algorithms, with one warning
-    per process;
+    per process (never more, in any of these jobs);
   - x_comms creates, uses and frees 300 communicators in a row, results
     checked, where each new one takes the segment its predecessor of the
     same ranks left (also with the machine's own /dev/shm);
@@ -39,6 +39,9 @@ SCRIPT = ('mount -t tmpfs -o size=%s tmpfs /dev/shm || exit 97; "$@"; rc=$?; '
           'echo "%s $(ls -A /dev/shm | tr "\\n" " ")" >&2; exit $rc' % (SHM_SIZE, LEFT))
 PREFIX = ["unshare", "-m", "--propagation", "private", "sh", "-c", SCRIPT, "sh"]
 SEGMENT = re.compile(r"\bpcoll-\d+-\d+-[0-9a-f]{16}\b")
+# pcoll's warning that a communicator runs without the node layer
+NO_SEGMENT = "node layer: no shared segment for a communicator"
+
 
 
 def run(r, mpi, lib, exes, res):
@@ -94,6 +97,9 @@ def check(r, mpi, lib, res, exe, argv, env, marker, what, small=True):
         problems.append("expected the job to pass (exit 0, %r)" % marker)
     if "Bus error" in out + err or "signal 7" in out + err:
         problems.append("SIGBUS")
+    warnings = err.count(NO_SEGMENT)
+    if warnings > RANKS:
+        problems.append("%d warnings %r: expected at most one per process" % (warnings, NO_SEGMENT))
     if small:
         left, listed = leftovers(err)
         if left or not listed:
