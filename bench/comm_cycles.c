@@ -10,7 +10,7 @@
  * leaves the first call on a communicator to the host and sets up at the
  * second, reusing the segment the last communicator of the same ranks
  * left), N cycles (default 5000) of each variant run in B blocks (default
- * 10) that alternate stock and pcoll, the order flipping from block to
+ * 21) that alternate stock and pcoll, the order flipping from block to
  * block, so that a drift of the machine reaches both alike. A block's time
  * is its slowest rank's; the table gives the median over blocks of the time
  * per cycle, and pcoll/stock. Every Allreduce's result is checked (WRONG in
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    int cycles = 5000, blocks = 10, ncalls = 0, calls[MAX_CALLS];
+    int cycles = 5000, blocks = 21, ncalls = 0, calls[MAX_CALLS];
     const char *label = "", *csv = NULL, *list = "1,3";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

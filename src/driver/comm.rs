@@ -63,9 +63,18 @@ pub struct CommState<H: Host> {
     pub segment: Option<Tag>,
 }
 
-/// A segment kept for a later communicator ([`Pool`]): the mapping and
-/// the step protocol's state that goes with it.
-pub type Kept<H> = (<<H as Host>::Os as NodeOs>::Mapping, CallState);
+/// A segment kept for a later communicator ([`Pool`]): the mapping, the
+/// step protocol's state that goes with it, and zero copy to the same
+/// processes where it worked.
+pub struct Kept<H: Host> {
+    pub mapping: Mapping<H>,
+    pub state: CallState,
+    pub peers: Option<Peers<H>>,
+}
+
+/// A mapped segment of the host's, and zero copy to a node's ranks.
+pub type Mapping<H> = <<H as Host>::Os as NodeOs>::Mapping;
+pub type Peers<H> = <<H as Host>::Os as NodeOs>::Peers;
 
 /// A process's budget of /dev/shm and the segments it keeps.
 pub type SegmentPool<H> = Mutex<Pool<Kept<H>>>;
@@ -83,11 +92,11 @@ impl<H: Host> CommState<H> {
     }
 
     /// Frees what pcoll made for the communicator, while the host still
-    /// runs, but for a shared segment, which it returns with its tag (to
-    /// be kept or let go). Logs the node algorithms' timed choices once:
+    /// runs, but for a shared segment, which it returns with its tag and
+    /// zero copy (to be kept or let go). Logs the node algorithms' timed choices once:
     /// the host may release a state twice (at MPI_Finalize, then when MPI
     /// deletes the communicator's attribute).
-    pub fn release(&mut self, host: &H) -> Option<(Tag, <H::Os as NodeOs>::Mapping)> {
+    pub fn release(&mut self, host: &H) -> Option<(Tag, Mapping<H>, Option<Peers<H>>)> {
         self.leaders.get_mut().unwrap().release(host);
         let mapping = self.mapping.take();
         if mapping.is_some() {
@@ -95,13 +104,13 @@ impl<H: Host> CommState<H> {
                 log::info!("node layer, {line}");
             }
         }
-        self.peers = None;
+        let peers = self.peers.take();
         if self.node_comm != self.private {
             host.free_comm(&mut self.node_comm);
         }
         host.free_comm(&mut self.private);
         self.node_comm = self.private;
-        Some((self.segment.take()?, mapping?))
+        Some((self.segment.take()?, mapping?, peers))
     }
 }
 
@@ -155,8 +164,8 @@ impl<H: Host> States<H> {
         self.epoch.fetch_add(1, Release);
         // SAFETY: a box from `add`, not deleted before (the caller's promise).
         let mut state = *unsafe { Box::from_raw(state) };
-        if let Some((tag, mapping)) = state.release(host) {
-            host.pool().lock().unwrap().keep(tag, (mapping, state.node.state));
+        if let Some((tag, mapping, peers)) = state.release(host) {
+            host.pool().lock().unwrap().keep(tag, Kept { mapping, state: state.node.state, peers });
         }
     }
 
@@ -179,9 +188,8 @@ impl<H: Host> States<H> {
         states.sort_by_key(|state| state.leaders.lock().unwrap().window_id());
         let mut pool = host.pool().lock().unwrap();
         for state in states {
-            if let Some((tag, mapping)) = state.release(host) {
+            if let Some((tag, ..)) = state.release(host) {
                 pool.unreserve(tag.own_bytes());
-                drop(mapping);
             }
         }
         pool.clear();

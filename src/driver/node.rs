@@ -18,7 +18,7 @@
 //! At MPI_Init, [`at_init`] sizes the budget and refuses settings whose
 //! segment /dev/shm cannot hold.
 
-use super::comm::{CallState, CommState, Kept, NodeReport, NodeState, SegmentPool};
+use super::comm::{CallState, CommState, Kept, Mapping, NodeReport, NodeState, SegmentPool};
 use super::host::{Code, Host, Split};
 use super::pool::{default_budget, Pool, Tag, PROPOSALS};
 use crate::select::config::{bytes_text, Config, ShmConfig};
@@ -93,21 +93,24 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
     // The node's first communicator rank names the node.
     let leader = host.allgather_words(node_comm, &[rank as u64])?.into_iter().min().expect("this rank's own") as usize;
     let (geo, on_node) = (cfg.geometry(local_size), OnNode { host, os, comm: node_comm, local, size: local_size });
-    let (mapping, segment, kept_state, how) = match (cfg.enable, local_size) {
+    let (mapping, segment, kept, how) = match (cfg.enable, local_size) {
         (false, _) => (None, None, None, "none"),
         // A node of one rank (of a communicator that spans nodes) needs
         // no sharing: private memory serves the compositions alike.
         (true, 1) => (on_node.os.private(geo), None, None, "private"),
         (true, _) => match on_node.kept_segment(geo, pool)? {
-            Some((tag, (mapping, state))) => (Some(mapping), Some(tag), Some(state), "kept"),
+            Some((tag, kept)) => (Some(kept.mapping), Some(tag), Some((kept.state, kept.peers)), "kept"),
             None => match on_node.new_segment(geo, pool)? {
                 Some((tag, mapping)) => (Some(mapping), Some(tag), None, "new"),
                 None => (None, None, None, "none"),
             },
         },
     };
-    let peers = match &mapping {
-        Some(_) if cfg.zcopy => on_node.probe_zero_copy()?,
+    // zero copy between the same processes works as it did
+    let (kept_state, kept_peers) = kept.map_or((None, None), |(state, peers)| (Some(state), Some(peers)));
+    let peers = match (&mapping, kept_peers) {
+        (Some(_), Some(peers)) => peers,
+        (Some(_), None) if cfg.zcopy => on_node.probe_zero_copy()?,
         _ => None,
     };
     let mine = NodeReport { leader, local, segment: mapping.is_some(), zero_copy: peers.is_some() };
@@ -135,9 +138,6 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
         segment,
     })
 }
-
-/// A mapped segment of the host's.
-type Mapping<H> = <<H as Host>::Os as NodeOs>::Mapping;
 
 /// Words of a segment name (bcast as words).
 const NAME_WORDS: usize = std::mem::size_of::<SegmentName>() / 8;

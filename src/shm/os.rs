@@ -30,10 +30,15 @@ impl NodeOs for Linux {
     type Mapping = Mapping;
     type Peers = Cma;
 
+    /// Counted once per process: sysconf reads /sys each time, a quarter
+    /// of a communicator's set-up with a kept segment (MPICH, 2 ranks).
     fn cores(&self) -> Option<usize> {
-        // SAFETY: sysconf has no preconditions.
-        let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        (cores > 0).then_some(cores as usize)
+        static CORES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        *CORES.get_or_init(|| {
+            // SAFETY: sysconf has no preconditions.
+            let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+            (cores > 0).then_some(cores as usize)
+        })
     }
 
     fn private(&self, geo: Geometry) -> Option<Mapping> {

@@ -189,6 +189,8 @@ fn a_freed_communicators_segment_serves_the_next_one_of_the_same_ranks_in_the_sa
     // going on where the last communicator left it (results checked)
     assert_eq!(allreduce_and_base(world, 3), first);
     assert_eq!(allreduce_and_base(world, 3), first);
+    // and zero copy, probed no more
+    world.run(|h| assert!(world.state(3, h.rank).expect("set up").peers.is_some()));
     // a rank that still holds it (communicator 3 is alive at thread 1):
     // nobody takes it
     world.run(|h| {
