@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     int failed = 0;
     for (int k = 0; k < ncalls; k++) {
         double stock[MAX_BLOCKS], pcoll[MAX_BLOCKS];
-        int per = cycles / blocks;
+        int per = (cycles + blocks - 1) / blocks;
         wrong = 0;
         block(0, per / 10 + 1, calls[k]); /* warm-up of both */
         block(1, per / 10 + 1, calls[k]);

@@ -277,10 +277,10 @@ impl Default for Config {
 
 /// Default of PCOLL_SETUP_AFTER: the first call on a communicator goes to
 /// the host MPI, and pcoll sets the communicator up at the second. A
-/// communicator created, used once and freed then costs what it costs
-/// without pcoll (MPICH, 2 ranks, MPI_Comm_dup, one 8-byte Allreduce and
-/// MPI_Comm_free: 4.4 us a cycle against 4.0 stock, where set-up at the
-/// first call cost 2.0 ms; docs/measurements.md).
+/// communicator created, used once and freed then costs about what it
+/// costs without pcoll (MPICH, 2 ranks, MPI_Comm_dup, one 8-byte
+/// Allreduce and MPI_Comm_free: 4.1 us a cycle against 3.8 stock, where
+/// set-up at the first call cost 2.0 ms; docs/measurements.md).
 pub const SETUP_AFTER: usize = 1;
 
 /// A node's segment may take at most this share (1/4) of /dev/shm:

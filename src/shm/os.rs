@@ -30,8 +30,8 @@ impl NodeOs for Linux {
     type Mapping = Mapping;
     type Peers = Cma;
 
-    /// Counted once per process: sysconf reads /sys each time, a quarter
-    /// of a communicator's set-up with a kept segment (MPICH, 2 ranks).
+    /// Counted once per process: sysconf reads /sys each time, 13% of a
+    /// create/use/free cycle with a kept segment (perf; MPICH, 2 ranks).
     fn cores(&self) -> Option<usize> {
         static CORES: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
         *CORES.get_or_init(|| {
