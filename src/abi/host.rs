@@ -457,6 +457,14 @@ impl Host for Mpi {
         let code = match class {
             ErrorClass::Truncate => MPI_ERR_TRUNCATE,
             ErrorClass::Other => MPI_ERR_OTHER,
+            ErrorClass::Count => MPI_ERR_COUNT,
+            ErrorClass::Arg => MPI_ERR_ARG,
+            ErrorClass::Type => MPI_ERR_TYPE,
+            ErrorClass::Buffer => MPI_ERR_BUFFER,
+            #[cfg(pcoll_mpi = "openmpi")]
+            ErrorClass::Aliased => MPI_ERR_ARG,
+            #[cfg(not(pcoll_mpi = "openmpi"))]
+            ErrorClass::Aliased => MPI_ERR_BUFFER,
         } as c_int;
         // SAFETY: a valid communicator (the call's) and an error class,
         // which is an error code.

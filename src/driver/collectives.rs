@@ -5,8 +5,8 @@
 
 use super::classify;
 use super::comm;
-use super::dispatch::execute;
-use super::host::{Code, Host, Outcome, SUCCESS};
+use super::dispatch::{execute, invalid, Invalid, Stand};
+use super::host::{Code, ErrorClass, Host, Outcome, SUCCESS};
 use super::pack::{pack, unpack};
 use super::plan::{decide, plan};
 use super::prepared::{self, Key, Prepared};
@@ -39,18 +39,16 @@ pub fn reduction<H: Host>(
     let in_place = sendbuf == host.in_place();
     let key = Key { comm, count, datatype, op: Some(op), root: root.map_or(-1, i64::from), in_place };
     let prepared = match prepared::recall(host, rt, t, coll, &key) {
-        Some(prepared) => {
-            let desc = &prepared.call.desc;
-            if let Err(why) = reduction_buffers(desc.in_place, is_reduction_root(desc), sendbuf, recvbuf) {
-                return Forward(why);
-            }
-            prepared
-        }
-        None => match prepare_reduction(host, rt, t, key, (sendbuf, recvbuf), root) {
+        Some(prepared) => prepared,
+        None => match prepare_reduction(host, rt, t, key, root) {
             Ok(prepared) => prepared,
             Err(outcome) => return outcome,
         },
     };
+    let desc = &prepared.call.desc;
+    if let Err(bad) = reduction_buffers(desc.in_place, is_reduction_root(desc), sendbuf, recvbuf) {
+        return invalid_reduction(host, rt, t, comm, &prepared, sendbuf, bad);
+    }
     let desc = &prepared.call.desc;
     // SAFETY: MPI requires sendbuf (unless in place) and, at the root or in
     // Allreduce, recvbuf to hold `count` elements of `datatype`, whose
@@ -112,21 +110,50 @@ fn is_reduction_root(desc: &CallDesc) -> bool {
     desc.coll == Coll::Allreduce || desc.rank == desc.root
 }
 
-/// The buffer checks of a reduction, which a remembered plan runs again.
+/// The buffer checks of a reduction, made after planning: only this rank
+/// sees its buffers, and its peers run the plan whatever they are.
 #[inline]
 fn reduction_buffers(
     in_place: bool,
     is_root: bool,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-) -> Result<(), &'static str> {
+) -> Result<(), Invalid> {
     if (!in_place && sendbuf.is_null()) || (is_root && recvbuf.is_null()) {
-        return Err("null buffer");
+        return Err(Invalid { why: "null buffer", class: ErrorClass::Buffer });
     }
     if is_root && sendbuf == recvbuf.cast_const() {
-        return Err("send and receive buffers alias");
+        return Err(Invalid { why: "send and receive buffers alias", class: ErrorClass::Aliased });
     }
     Ok(())
+}
+
+/// A reduction whose buffers are invalid at this rank: where its input is
+/// readable (only its receive buffer is null or aliased), it runs the call
+/// into scratch, so the peers get the right result; else it stands out.
+#[cold]
+fn invalid_reduction<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    comm: H::Comm,
+    prepared: &Prepared<H>,
+    sendbuf: *const c_void,
+    bad: Invalid,
+) -> Outcome {
+    let (state, call) = (prepared.state(), &prepared.call);
+    let desc = &call.desc;
+    let combine = prepared.combine.as_ref().expect("a reduction has its operator");
+    let stand = if !desc.in_place && !sendbuf.is_null() {
+        // SAFETY: MPI requires sendbuf to hold `count` elements of the
+        // datatype, `bytes` contiguous bytes.
+        let send = unsafe { std::slice::from_raw_parts(sendbuf.cast::<u8>(), desc.bytes) };
+        let recv_bytes = if is_reduction_root(desc) { desc.bytes } else { 0 };
+        Stand::Ghost { send: Some(send), recv_bytes, layout: &GatherLayout::default() }
+    } else {
+        Stand::Out
+    };
+    invalid(host, rt, t, comm, state, call, bad, stand, combine)
 }
 
 /// Checks a reduction and plans it; `Err`: what the call does instead.
@@ -135,7 +162,6 @@ fn prepare_reduction<H: Host>(
     rt: &Runtime,
     t: &PerThread<H>,
     key: Key<H>,
-    (sendbuf, recvbuf): (*const c_void, *mut c_void),
     root: Option<i32>,
 ) -> Result<Rc<Prepared<H>>, Outcome> {
     let coll = if root.is_some() { Coll::Reduce } else { Coll::Allreduce };
@@ -159,7 +185,6 @@ fn prepare_reduction<H: Host>(
         return Err(Forward("MPI_IN_PLACE at a non-root rank"));
     }
     let Some(bytes) = (key.count as usize).checked_mul(red.unit) else { return Err(Forward("size overflow")) };
-    reduction_buffers(in_place, is_root, sendbuf, recvbuf).map_err(Forward)?;
     let epoch = host.epoch();
     let Some(state) = comm::state_after(host, t, key.comm, rt.cfg.calls_before_setup()).map_err(Done)? else {
         return Err(Forward(comm::NEW_COMMUNICATOR));
@@ -199,7 +224,7 @@ pub fn bcast<H: Host>(
     if let Some(prepared) = prepared::recall(host, rt, t, Coll::Bcast, &key) {
         // remembered for dense datatypes only
         if buf.is_null() {
-            return Forward("null buffer");
+            return invalid_bcast(host, rt, t, comm, &prepared);
         }
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), prepared.call.desc.bytes) };
@@ -213,9 +238,6 @@ pub fn bcast<H: Host>(
     let bytes = count as usize * ty.size;
     if bytes == 0 {
         return Forward("empty");
-    }
-    if ty.dense && buf.is_null() {
-        return Forward("null buffer");
     }
     let root = root as usize;
     let epoch = host.epoch();
@@ -244,6 +266,9 @@ pub fn bcast<H: Host>(
         if classify::is_predefined_type(host, t, datatype) {
             prepared::remember(rt, t, Coll::Bcast, key, epoch, &prepared);
         }
+        if buf.is_null() {
+            return invalid_bcast(host, rt, t, comm, &prepared);
+        }
         // SAFETY: a dense buffer of `count` elements is `bytes` contiguous bytes at `buf`.
         let data = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), bytes) };
         return Done(run_bcast(host, rt, t, comm, &prepared, data, datatype, count));
@@ -254,6 +279,21 @@ pub fn bcast<H: Host>(
         unpack(host, &packed, buf, count, datatype, &ty, comm);
     }
     Done(rc)
+}
+
+/// A Bcast with a null buffer (of a dense datatype) at this rank: a reader
+/// receives into scratch, so the others complete; a root stands out.
+#[cold]
+fn invalid_bcast<H: Host>(host: &H, rt: &Runtime, t: &PerThread<H>, comm: H::Comm, prepared: &Prepared<H>) -> Outcome {
+    let (state, call) = (prepared.state(), &prepared.call);
+    let desc = &call.desc;
+    let stand = if desc.rank == desc.root {
+        Stand::Out
+    } else {
+        Stand::Ghost { send: None, recv_bytes: desc.bytes, layout: &GatherLayout::default() }
+    };
+    let bad = Invalid { why: "null buffer", class: ErrorClass::Buffer };
+    invalid(host, rt, t, comm, state, call, bad, stand, &NoReduction)
 }
 
 /// Runs a planned Bcast on `data` (`count` elements of `datatype`, packed).

@@ -3,7 +3,7 @@
 //! composition) over the node's segment.
 
 use super::comm::{CommState, CONTENDED};
-use super::host::{Code, ErrorClass, Host, SUCCESS};
+use super::host::{Code, ErrorClass, Host, Outcome, SUCCESS};
 use super::plan::Planned;
 use super::runtime::Runtime;
 use super::thread::PerThread;
@@ -38,8 +38,41 @@ pub fn execute<H: Host>(
     combiner: &dyn Combiner,
 ) -> Code {
     let start = rt.stats.is_some().then(Instant::now);
-    let rc = match call.algo.imp {
-        Impl::Schedule(_) => run_schedule(host, t, state, call, layout, send, recv, combiner),
+    let rc = match attempt(host, rt, t, state, call, layout, send, recv, combiner) {
+        Ok(()) => SUCCESS,
+        Err(Failure::Host(rc)) => rc,
+        Err(Failure::Node(m)) => erroneous(host, comm, call, m),
+    };
+    if let (Some(stats), Some(start)) = (&rt.stats, start) {
+        stats.lock().unwrap().record(call.desc.coll, call.algo, call.desc.bytes, start.elapsed().as_secs_f64());
+    }
+    rc
+}
+
+/// Why a call did not complete.
+enum Failure {
+    /// The host's transport failed: its code.
+    Host(Code),
+    /// The node's ranks ran different calls.
+    Node(Mismatch),
+}
+
+/// Runs the decided algorithm; the caller reports a failure.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn attempt<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    state: &CommState<H>,
+    call: &Planned,
+    layout: &GatherLayout,
+    send: Option<&[u8]>,
+    recv: &mut [u8],
+    combiner: &dyn Combiner,
+) -> Result<(), Failure> {
+    match call.algo.imp {
+        Impl::Schedule(_) => run_schedule(host, t, state, call, layout, send, recv, combiner).map_err(Failure::Host),
         Impl::Node(_) | Impl::Hier(_) => {
             let node = &state.node;
             let Some(mut team_state) = node.state.take() else { host.abort(CONTENDED) };
@@ -49,17 +82,82 @@ pub fn execute<H: Host>(
                 if call.desc.coll.is_reduction() { reduction::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
             t.with_scratch(need, |scratch| {
                 let bufs = Buffers { send, recv, scratch };
-                match run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, combiner) {
-                    Ok(()) => SUCCESS,
-                    Err(m) => erroneous(host, comm, call, m),
-                }
+                run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, combiner).map_err(Failure::Node)
             })
         }
-    };
-    if let (Some(stats), Some(start)) = (&rt.stats, start) {
-        stats.lock().unwrap().record(call.desc.coll, call.algo, call.desc.bytes, start.elapsed().as_secs_f64());
     }
-    rc
+}
+
+/// An argument only this rank sees is invalid (its own buffers, a root's
+/// receive arguments) in a call whose shared arguments (count, datatype,
+/// operator, root) gave every rank the same plan: the peers run pcoll's
+/// algorithm, so this rank must keep to the call's protocol too, or they
+/// would wait for it, or take its next call for this one.
+pub struct Invalid {
+    pub why: &'static str,
+    /// What the host MPI reports for it.
+    pub class: ErrorClass,
+}
+
+/// How a rank with an [`Invalid`] argument stands in for its part.
+pub enum Stand<'a> {
+    /// Its input is valid, only where its result goes is not: it runs the
+    /// call with scratch (of `recv_bytes`, laid out as `layout` for a
+    /// Gatherv root) in place of its output; its peers' results are right.
+    Ghost { send: Option<&'a [u8]>, recv_bytes: usize, layout: &'a GatherLayout },
+    /// Its input is invalid: on a node it ends the call without writing
+    /// anything, so the peers that need its data find the call erroneous
+    /// (MPI_ERR_OTHER); a schedule cannot go on without it, so the call
+    /// goes to the host (whose error the peers would wait on as under the
+    /// host MPI alone).
+    Out,
+}
+
+/// The call of a rank that found `bad`, in its `stand`: reported on `comm`
+/// with the host's class, after the peers' protocol has what it needs.
+#[cold]
+#[allow(clippy::too_many_arguments)]
+pub fn invalid<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    comm: H::Comm,
+    state: &CommState<H>,
+    call: &Planned,
+    bad: Invalid,
+    stand: Stand<'_>,
+    combiner: &dyn Combiner,
+) -> Outcome {
+    match stand {
+        Stand::Ghost { send, recv_bytes, layout } => {
+            let mut scratch = vec![0u8; recv_bytes];
+            // Whatever the peers did, this rank's error is its own argument.
+            let _ = attempt(host, rt, t, state, call, layout, send, &mut scratch, combiner);
+        }
+        Stand::Out if matches!(call.algo.imp, Impl::Node(_)) => {
+            let Some(mut team_state) = state.node.state.take() else { host.abort(CONTENDED) };
+            let mut team = team(state, &mut team_state);
+            team.begin(call.algo.index(), 0);
+            team.end();
+        }
+        Stand::Out => return Outcome::Forward(bad.why),
+    }
+    log::warn!(
+        "{} of {} B: {} at this rank while the others run {}: returning {:?}",
+        call.desc.coll,
+        call.desc.bytes,
+        bad.why,
+        call.algo.name,
+        bad.class
+    );
+    Outcome::Done(host.raise(comm, bad.class))
+}
+
+/// This rank's view of the node's team for one call.
+fn team<'a, H: Host>(state: &'a CommState<H>, team_state: &'a mut TeamState<NodeMemory>) -> Team<'a> {
+    let node = &state.node;
+    let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
+    Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings }
 }
 
 /// Runs a schedule over the private communicator (out of line: the node
@@ -75,14 +173,11 @@ fn run_schedule<H: Host>(
     send: Option<&[u8]>,
     recv: &mut [u8],
     combiner: &dyn Combiner,
-) -> Code {
+) -> Result<(), Code> {
     let sched = state.schedules.lock().unwrap().get(call.algo, &call.params, &call.desc, layout, &t.schedule);
     t.with_scratch(sched.scratch_bytes, |scratch| {
         let mut bufs = Buffers { send, recv, scratch };
-        match exec::run(&sched, &mut bufs, &mut host.transport(state, None), combiner) {
-            Ok(()) => SUCCESS,
-            Err(rc) => rc,
-        }
+        exec::run(&sched, &mut bufs, &mut host.transport(state, None), combiner)
     })
 }
 
@@ -106,8 +201,7 @@ fn run_on_node<'a, H: Host>(
 ) -> Result<(), Mismatch> {
     let desc = &call.desc;
     let node = &state.node;
-    let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
-    let mut team = Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings };
+    let mut team = team(state, team_state);
     let root = node.local_of[desc.root];
     // The bytes a peer checks: this rank's block in a Gatherv, else the
     // call's.

@@ -13,19 +13,20 @@
 
 use super::classify;
 use super::comm::{self, CommState};
-use super::dispatch::execute;
-use super::host::{Code, Host, Outcome, TypeLayout, SUCCESS};
+use super::dispatch::{execute, invalid, Invalid, Stand};
+use super::host::{Code, ErrorClass, Host, Outcome, TypeLayout, SUCCESS};
 use super::pack::{pack, unpack};
 use super::plan::{decide, plan};
 use super::prepared::{self, Key, Prepared};
 use super::runtime::Runtime;
 use super::thread::PerThread;
 use super::verify::{self, GatherRoot};
+use crate::algos::Impl;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::NoReduction;
 use crate::select::config::GathervMode;
-use crate::select::wire::{decode, encode, HEADER};
+use crate::select::wire::{decode, encode, refusal, HEADER};
 use crate::select::Decision;
 use std::borrow::Cow;
 use std::ffi::c_void;
@@ -96,16 +97,16 @@ fn layout_of<'m, H: Host>(
     blocks: impl Iterator<Item = (i64, i64)> + Clone,
     recvtype: H::Datatype,
     memo: &'m mut LayoutMemo,
-) -> Result<&'m Layout, &'static str> {
+) -> Result<&'m Layout, Invalid> {
     if !classify::is_usable_type(host, t, recvtype) {
-        return Err("invalid receive type");
+        return Err(Invalid { why: "invalid receive type", class: ErrorClass::Type });
     }
     let ty = classify::layout(host, t, recvtype);
     // The memo only ever holds arguments that passed the checks below.
     let same = memo.layout.as_ref().is_some_and(|l| l.ty == ty) && memo.args.iter().copied().eq(blocks.clone());
     if !same {
         if blocks.clone().any(|(count, _)| count < 0) {
-            return Err("negative receive count");
+            return Err(Invalid { why: "negative receive count", class: ErrorClass::Count });
         }
         memo.args.clear();
         memo.args.extend(blocks);
@@ -159,26 +160,36 @@ fn layout_or_none(known: Option<&Layout>) -> Cow<'_, GatherLayout> {
     known.map_or(Cow::Owned(GatherLayout::default()), |k| Cow::Borrowed(&k.layout))
 }
 
-/// The root broadcasts its decision and layout; returns them at every rank.
+/// The root broadcasts its decision and layout (`mine`: `Some` at the
+/// root, holding `None` where its own arguments are invalid); returns them
+/// at every rank, `None` where the root refused the call.
 fn agree<'l, H: Host>(
     host: &H,
     state: &CommState<H>,
     root: usize,
     size: usize,
-    mine: Option<(Decision, &'l GatherLayout)>,
-) -> Result<(Decision, Cow<'l, GatherLayout>), Code> {
+    mine: Option<Option<(Decision, &'l GatherLayout)>>,
+) -> Result<Option<(Decision, Cow<'l, GatherLayout>)>, Code> {
     let mut words = match &mine {
-        Some((decision, layout)) => encode(decision, layout),
+        Some(Some((decision, layout))) => encode(decision, layout),
+        Some(None) => refusal(size),
         None => vec![0u64; HEADER + 2 * size],
     };
     host.bcast_words(state.private, &mut words, root)?;
     Ok(match mine {
-        Some((decision, layout)) => (decision, Cow::Borrowed(layout)),
-        None => {
-            let (decision, layout) = decode(&words);
-            (decision, Cow::Owned(layout))
-        }
+        Some(mine) => mine.map(|(decision, layout)| (decision, Cow::Borrowed(layout))),
+        None => decode(&words).map(|(decision, layout)| (decision, Cow::Owned(layout))),
     })
+}
+
+/// A call the root refused in the agreement (its arguments are invalid):
+/// every rank returns an error without running anything, this rank's own
+/// `bad` argument's class, else MPI_ERR_OTHER.
+#[cold]
+fn refused<H: Host>(host: &H, comm: H::Comm, bad: Option<Invalid>) -> Code {
+    let class = bad.map_or(ErrorClass::Other, |b| b.class);
+    log::warn!("Gatherv: the root's arguments are invalid; returning {class:?}");
+    host.raise(comm, class)
 }
 
 /// Runs a planned Gatherv: `layout` is what this rank knows of the
@@ -235,7 +246,7 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
         // remembered for dense send types (or none at an in-place root)
         let desc = &prepared.call.desc;
         if !desc.in_place && sendbuf.is_null() && desc.bytes > 0 {
-            return Forward("null buffer");
+            return invalid_gatherv(host, rt, t, comm, &prepared, NULL_BUFFER);
         }
         // SAFETY: a dense send buffer of `sendcount` elements is `bytes` contiguous bytes.
         let send = (!desc.in_place).then(|| unsafe { slice_or_empty(sendbuf, desc.bytes) });
@@ -243,18 +254,17 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
             return Done(run_planned(host, rt, t, comm, &prepared, send, None, &GatherLayout::default()));
         }
         if recvcounts.is_null() || displs.is_null() {
-            return Forward("null recvcounts or displs");
+            return invalid_gatherv(host, rt, t, comm, &prepared, NULL_ARRAYS);
         }
         // SAFETY: at the root MPI requires recvcounts and displs to hold comm-size entries.
         let args = unsafe { blocks(recvcounts, displs, desc.size) };
         let mut memo = TakenMemo::new(t);
-        let plan = match layout_of(host, t, args.clone(), recvtype, &mut memo.1) {
+        let plan = match layout_of(host, t, args.clone(), recvtype, &mut memo.1)
+            .and_then(|plan| check_root_block(desc.in_place, desc.bytes, plan, desc.rank).map(|()| plan))
+        {
             Ok(plan) => plan,
-            Err(why) => return Forward(why),
+            Err(bad) => return invalid_gatherv(host, rt, t, comm, &prepared, bad),
         };
-        if let Err(why) = check_root_block(desc.in_place, desc.bytes, plan, desc.rank) {
-            return Forward(why);
-        }
         return at_root(host, rt, t, &prepared, send, plan, args, (recvbuf, recvtype, comm));
     }
     let Some((rank, size)) = comm::shape(host, t, comm) else { return Forward("communicator") };
@@ -265,35 +275,48 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
     let is_root = rank == root;
     let aggressive = rt.cfg.gatherv_mode == GathervMode::Aggressive;
     let has_args = !recvcounts.is_null() && !displs.is_null();
+    // What only this rank sees (its send arguments, the root's receive
+    // arguments) is reported once every rank knows the plan.
+    let mut bad = None;
     if is_root && !has_args {
-        return Forward("null recvcounts or displs");
+        bad = Some(NULL_ARRAYS);
     }
     // SAFETY: at the root MPI requires recvcounts and displs to hold
     // comm-size entries; in the aggressive mode the user promises that of
     // every rank.
-    let args = (is_root || (aggressive && has_args)).then(|| unsafe { blocks(recvcounts, displs, size) });
+    let args = (has_args && (is_root || aggressive)).then(|| unsafe { blocks(recvcounts, displs, size) });
     let in_place = is_root && sendbuf == host.in_place();
-    if !in_place && (sendcount < 0 || !classify::is_usable_type(host, t, sendtype)) {
-        return Forward("invalid send arguments");
-    }
-    let send_ty = (!in_place).then(|| classify::layout(host, t, sendtype));
+    let send_ty = match () {
+        _ if in_place => None,
+        _ if sendcount < 0 => {
+            bad.get_or_insert(Invalid { why: "negative send count", class: ErrorClass::Count });
+            None
+        }
+        _ if !classify::is_usable_type(host, t, sendtype) => {
+            bad.get_or_insert(Invalid { why: "invalid send type", class: ErrorClass::Type });
+            None
+        }
+        _ => Some(classify::layout(host, t, sendtype)),
+    };
     let my_bytes = send_ty.map_or(0, |t| sendcount as usize * t.size);
     let mut memo = TakenMemo::new(t);
     let known = match args.clone() {
         Some(blocks) => match layout_of(host, t, blocks, recvtype, &mut memo.1) {
             Ok(layout) => Some(layout),
-            Err(why) if is_root => return Forward(why),
-            Err(_) => None,
+            Err(why) => {
+                if is_root {
+                    bad.get_or_insert(why);
+                }
+                None
+            }
         },
         None => None,
     };
-    if let Some(plan) = known.filter(|_| is_root) {
-        if let Err(why) = check_root_block(in_place, my_bytes, plan, rank) {
-            return Forward(why);
-        }
+    if let Some(plan) = known.filter(|_| is_root && bad.is_none()) {
+        bad = check_root_block(in_place, my_bytes, plan, rank).err();
     }
     if send_ty.is_some_and(|t| t.dense) && sendbuf.is_null() && my_bytes > 0 {
-        return Forward("null buffer");
+        bad.get_or_insert(NULL_BUFFER);
     }
     let epoch = host.epoch();
     let state = match comm::state_after(host, t, comm, rt.cfg.calls_before_setup()) {
@@ -337,21 +360,24 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
                 (d, layout_or_none(known))
             }
             first => {
-                let mine = known.filter(|_| is_root).map(|k| {
-                    let d = match first {
-                        Decision::NeedsLayout => decide(Some(largest(&k.layout))),
-                        d => d,
-                    };
-                    (d, &k.layout)
+                let mine = is_root.then(|| {
+                    known.filter(|_| bad.is_none()).map(|k| {
+                        let d = match first {
+                            Decision::NeedsLayout => decide(Some(largest(&k.layout))),
+                            d => d,
+                        };
+                        (d, &k.layout)
+                    })
                 });
                 match agree(host, state, root, size, mine) {
-                    Ok(agreed) => agreed,
+                    Ok(Some(agreed)) => agreed,
+                    Ok(None) => return Done(refused(host, comm, bad)),
                     Err(rc) => return Done(rc),
                 }
             }
         }
     };
-    if !is_root && layout.blocks.len() == size && layout.blocks[rank].1 != my_bytes {
+    if !is_root && bad.is_none() && layout.blocks.len() == size && layout.blocks[rank].1 != my_bytes {
         // the ranks disagree on the message sizes
         host.abort(&format!(
             "pcoll: MPI_Gatherv: rank {rank} sends {my_bytes} bytes but the root's recvcounts expect {}: erroneous \
@@ -364,6 +390,9 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
         Err(why) => return Forward(why),
     };
     let prepared = Prepared::new(state, call, None);
+    if let Some(bad) = bad {
+        return invalid_gatherv(host, rt, t, comm, &prepared, bad);
+    }
     if alone && send_ty.is_none_or(|ty| ty.dense && classify::is_predefined_type(host, t, sendtype)) {
         prepared::remember(rt, t, Coll::Gatherv, key, epoch, &prepared);
     }
@@ -386,12 +415,44 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
     }
 }
 
-/// Forwards a root whose own block does not fit its receive block.
-fn check_root_block(in_place: bool, my_bytes: usize, plan: &Layout, root: usize) -> Result<(), &'static str> {
+const NULL_BUFFER: Invalid = Invalid { why: "null buffer", class: ErrorClass::Buffer };
+const NULL_ARRAYS: Invalid = Invalid { why: "null recvcounts or displs", class: ErrorClass::Arg };
+
+/// A root whose own block does not fit its receive block.
+fn check_root_block(in_place: bool, my_bytes: usize, plan: &Layout, root: usize) -> Result<(), Invalid> {
     if !in_place && my_bytes > plan.layout.blocks[root].1 {
-        return Err("root's send block larger than its receive block");
+        return Err(Invalid { why: "root's send block larger than its receive block", class: ErrorClass::Truncate });
     }
     Ok(())
+}
+
+/// A Gatherv with an argument invalid at this rank: on a node, the root
+/// takes part expecting nothing of anyone (it skips the blocks, whose
+/// writers complete), a sender stands out. A root cannot stand in for a
+/// point-to-point Gatherv, whose receives need the sizes its arguments
+/// lack: the host reports the call (its senders' messages are left on
+/// pcoll's duplicate, as under the host MPI alone).
+#[cold]
+fn invalid_gatherv<H: Host>(
+    host: &H,
+    rt: &Runtime,
+    t: &PerThread<H>,
+    comm: H::Comm,
+    prepared: &Prepared<H>,
+    bad: Invalid,
+) -> Outcome {
+    let (state, call) = (prepared.state(), &prepared.call);
+    let desc = &call.desc;
+    let nothing = GatherLayout { blocks: vec![(0, 0); desc.size] };
+    let zeros = vec![0u8; if desc.in_place { 0 } else { desc.bytes }];
+    let stand = if desc.rank != desc.root {
+        Stand::Out
+    } else if matches!(call.algo.imp, Impl::Node(_)) {
+        Stand::Ghost { send: (!desc.in_place).then_some(&zeros[..]), recv_bytes: 0, layout: &nothing }
+    } else {
+        return Forward(bad.why);
+    };
+    invalid(host, rt, t, comm, state, call, bad, stand, &NoReduction)
 }
 
 /// The root's part of a planned Gatherv: the blocks go straight into

@@ -30,14 +30,26 @@ use std::ffi::c_void;
 pub type Code = i32;
 pub const SUCCESS: Code = 0;
 
-/// The error class of a call pcoll finds erroneous (an erroneous program
-/// whose ranks disagree), as the host MPI would report it.
+/// The error class of a call pcoll finds erroneous, as the host MPI would
+/// report it: ranks that disagree, or an argument only this rank can see
+/// is invalid while its peers run pcoll's algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorClass {
     /// MPI_ERR_TRUNCATE: a peer had more data than this rank's buffer.
     Truncate,
     /// MPI_ERR_OTHER: the ranks ran different calls.
     Other,
+    /// MPI_ERR_COUNT: a negative count.
+    Count,
+    /// MPI_ERR_ARG: a null array argument (recvcounts, displs).
+    Arg,
+    /// MPI_ERR_TYPE: a null or uncommitted datatype.
+    Type,
+    /// MPI_ERR_BUFFER: a null buffer where data is.
+    Buffer,
+    /// The send and receive buffers alias: MPICH says MPI_ERR_BUFFER,
+    /// Open MPI MPI_ERR_ARG.
+    Aliased,
 }
 
 /// `Ok` for [`SUCCESS`], else the code.

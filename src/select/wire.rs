@@ -9,6 +9,9 @@ use crate::core::call::GatherLayout;
 /// registry index (or [`HOST`]), its parameters, the reason.
 pub const HEADER: usize = 2 + MAX_PARAMS + 2;
 const HOST: u64 = u64::MAX;
+/// In place of the algorithm: the root refuses the call (its arguments
+/// are invalid), every rank returns an error.
+const REFUSED: u64 = u64::MAX - 1;
 
 fn encode_reason(reason: Reason) -> [u64; 2] {
     match reason {
@@ -59,7 +62,19 @@ pub fn encode(decision: &Decision, layout: &GatherLayout) -> Vec<u64> {
     words
 }
 
-pub fn decode(words: &[u64]) -> (Decision, GatherLayout) {
+/// The root's refusal of a call of `size` ranks, as words of the same
+/// length as a decision.
+pub fn refusal(size: usize) -> Vec<u64> {
+    let mut words = vec![0u64; HEADER + 2 * size];
+    words[0] = REFUSED;
+    words
+}
+
+/// The root's decision and layout; `None` for its refusal.
+pub fn decode(words: &[u64]) -> Option<(Decision, GatherLayout)> {
+    if words[0] == REFUSED {
+        return None;
+    }
     let reason = decode_reason([words[HEADER - 2], words[HEADER - 1]]);
     let decision = if words[0] == HOST {
         Decision::Host(reason)
@@ -69,7 +84,7 @@ pub fn decode(words: &[u64]) -> (Decision, GatherLayout) {
         Decision::Run(algo, Params::new(&words[2..2 + n]), reason)
     };
     let blocks = words[HEADER..].chunks_exact(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
-    (decision, GatherLayout { blocks })
+    Some((decision, GatherLayout { blocks }))
 }
 
 #[cfg(test)]
@@ -82,10 +97,11 @@ mod tests {
         let algo = crate::algos::find(Coll::Gatherv, "binomial").unwrap();
         let layout = GatherLayout { blocks: vec![(0, 3), (9, 0), (3, 6)] };
         let reason = Reason::Rule { source: RuleSource::TuneFile, line: 7 };
-        let (d, l) = decode(&encode(&Decision::Run(algo, Params::default(), reason), &layout));
+        let (d, l) = decode(&encode(&Decision::Run(algo, Params::default(), reason), &layout)).expect("a decision");
         assert_eq!(l, layout);
         assert!(matches!(d, Decision::Run(a, p, r) if std::ptr::eq(a, algo) && p.is_empty() && r == reason));
-        let (d, _) = decode(&encode(&Decision::Host(Reason::ForcedMpi), &layout));
+        let (d, _) = decode(&encode(&Decision::Host(Reason::ForcedMpi), &layout)).expect("a decision");
         assert!(matches!(d, Decision::Host(Reason::ForcedMpi)));
+        assert!(decode(&refusal(3)).is_none(), "the root's refusal");
     }
 }

@@ -718,6 +718,10 @@ impl Host for TestHost {
         match class {
             ErrorClass::Truncate => ERR_TRUNCATE,
             ErrorClass::Other => ERR_OTHER,
+            ErrorClass::Count => ERR_COUNT,
+            ErrorClass::Arg => ERR_ARG,
+            ErrorClass::Type => ERR_TYPE,
+            ErrorClass::Buffer | ErrorClass::Aliased => ERR_BUFFER,
         }
     }
 
@@ -726,7 +730,11 @@ impl Host for TestHost {
     }
 }
 
-/// The test host's codes of [`ErrorClass`]es.
+/// The test host's codes of [`ErrorClass`]es (MPICH's numbers).
+pub const ERR_BUFFER: Code = 1;
+pub const ERR_COUNT: Code = 2;
+pub const ERR_TYPE: Code = 3;
+pub const ERR_ARG: Code = 12;
 pub const ERR_TRUNCATE: Code = 15;
 pub const ERR_OTHER: Code = 16;
 
