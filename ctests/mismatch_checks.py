@@ -1,11 +1,17 @@
-"""Checks that erroneous programs whose ranks pass different counts get an
-error and no harm (issue 33), run by ctests/run.py among its extra checks,
-once per MPI, on ctests/x_mismatch.c: for MPI_Bcast, MPI_Reduce,
-MPI_Allreduce and MPI_Gatherv from 8 B to 8 MiB, the ranks whose buffers
-are too small get MPI_ERR_TRUNCATE, no byte is written past a buffer (each
-ends at a guard page), no call hangs, and the next Allreduce is right. At 2
-and 3 ranks, with pcoll's built-in choices (its node algorithms on one
-node).
+"""Checks that erroneous programs get an error and no harm (issue 33), run
+by ctests/run.py among its extra checks, once per MPI, on
+ctests/x_mismatch.c, for MPI_Bcast, MPI_Reduce, MPI_Allreduce and
+MPI_Gatherv from 8 B to 8 MiB:
+- ranks that pass different counts: those whose buffers are too small get
+  MPI_ERR_TRUNCATE, no byte is written past a buffer (each ends at a guard
+  page);
+- arguments only one rank sees are invalid (a NULL or aliased receive
+  buffer, a root's negative or NULL recvcounts, a sender's negative
+  count): that rank gets the host's class, the others complete, with the
+  right result where the invalid rank's input was valid;
+- no call hangs, and the next Allreduce is right.
+At 2 and 3 ranks, with pcoll's built-in choices (its node algorithms on
+one node).
 
 The helpers (launching, compiling, reporting) are run.py's, passed in as
 the module `r`.  Python standard library only.
@@ -32,6 +38,7 @@ def run(r, mpi, lib, res):
         if result[0] is None:
             problems.append("a call hung (no end within %d s)" % TIMEOUT)
         selection_checks.report(r, res, mpi, not problems,
-                                "ranks=%d counts that differ between ranks: MPI_ERR_TRUNCATE where a buffer is "
-                                "too small, nothing written past a buffer, no hang (8 B-8 MiB, four collectives)"
+                                "ranks=%d counts that differ between ranks (MPI_ERR_TRUNCATE where a buffer is "
+                                "too small, nothing written past a buffer) and arguments invalid at one rank (its "
+                                "error, the others complete): no hang, next call right (8 B-8 MiB, four collectives)"
                                 % ranks, problems, result, {})
