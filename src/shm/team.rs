@@ -312,10 +312,39 @@ impl<M> Team<'_, M> {
     /// [`Mismatch`] where `r` published step `s` without that slot (it
     /// runs another call).
     pub fn wait_data(&self, r: usize, s: u64, len: usize) -> Result<&[u8], Mismatch> {
+        self.wait_data_or(r, s, len, || false)
+    }
+
+    /// [`Team::wait_data`] that also ends, with a [`Mismatch`], once `r`'s
+    /// head of this call beside its `ready` says other bytes than `expect`:
+    /// for a reader the writer may itself be waiting for, if the writer
+    /// thinks the transfer large (a Gatherv owner whose count differs
+    /// waits for the root's table, which the root publishes only for
+    /// blocks it expects that large). Such a writer puts its head there
+    /// (`writable`) before it waits.
+    pub fn wait_data_expecting(&self, r: usize, s: u64, len: usize, expect: Expect) -> Result<&[u8], Mismatch> {
+        let head = &self.seg.control(r).heads[place(s) % 2];
+        let call = self.state.call;
+        // Relaxed: compared only, never a licence to read `r`'s data.
+        let other = || {
+            let h = Head(head.load(Relaxed));
+            h.is_of_call(call) && expect.0.is_some_and(|bytes| !h.has_bytes(bytes))
+        };
+        self.wait_data_or(r, s, len, other)
+    }
+
+    /// [`Team::wait_data`], ending early with a [`Mismatch`] once `other`.
+    #[inline]
+    fn wait_data_or(&self, r: usize, s: u64, len: usize, other: impl Fn() -> bool) -> Result<&[u8], Mismatch> {
         if len <= INLINE {
-            self.wait_slot(r, s, 1)?;
+            self.wait_slot_or(r, s, 1, other)?;
         } else {
-            self.wait_ready(r, s);
+            let ready = &self.seg.control(r).ready;
+            // Acquire: as in wait_ready.
+            Backoff::until(|| ready.load(Acquire) >= s || other());
+            if ready.load(Acquire) < s {
+                return Err(self.mismatch(r, s));
+            }
         }
         Ok(self.area_bytes(r, s, len))
     }
@@ -325,13 +354,20 @@ impl<M> Team<'_, M> {
     /// [`Mismatch`]. A writer publishes after its lines, so a reader that
     /// sees the publish sees the lines of a matching call.
     fn wait_slot(&self, r: usize, s: u64, lines: usize) -> Result<(), Mismatch> {
+        self.wait_slot_or(r, s, lines, || false)
+    }
+
+    /// [`Team::wait_slot`], ending early with a [`Mismatch`] once `other`
+    /// (checked with `ready`, in the same line).
+    #[inline]
+    fn wait_slot_or(&self, r: usize, s: u64, lines: usize, other: impl Fn() -> bool) -> Result<(), Mismatch> {
         let lines = || (0..lines).map(|i| self.seg.slot(r, s, i));
         let ready = &self.seg.control(r).ready;
         // Acquire: pairs with each line's release in put/put_lines, so its
         // data is visible. Each pass loads every line (no short cut), so
         // that their misses overlap; `ready` only when they are not there.
         Backoff::until(|| {
-            lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all) || ready.load(Acquire) >= s
+            lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all) || ready.load(Acquire) >= s || other()
         });
         if lines().all(|line| line.step.load(Acquire) == s) {
             Ok(())

@@ -43,8 +43,9 @@ fn next_call_is_right(h: TestHost, what: &str) {
 }
 
 /// Element counts from one slot's bytes to several chunks of the tests'
-/// 4 KiB chunks, each with its half.
-const COUNTS: [usize; 6] = [2, 12, 40, 300, 3000, 20000];
+/// 4 KiB chunks, each with its half (800: one side of a chunk, its double
+/// the other, where a Gatherv owner and its root differ on going direct).
+const COUNTS: [usize; 7] = [2, 12, 40, 300, 800, 3000, 20000];
 
 /// Bcast: the readers pass half the root's count (each gets
 /// MPI_ERR_TRUNCATE and the root's first bytes), then twice it (an error
