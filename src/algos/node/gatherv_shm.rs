@@ -232,6 +232,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         // The head first: a root that expects a small block waits for
         // this rank's data, not its own table's readers.
         team.writable(s);
+        team.show_head(s);
         team.wait_ready(g.root, s);
         team.check(g.root, s, Via::Area, Expect(None))?;
         let entry = &team.area_bytes(g.root, s, 16 * p)[16 * me..16 * me + 16];
