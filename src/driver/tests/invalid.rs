@@ -6,27 +6,12 @@
 //! else with an error), no call hangs, and the next call is right.
 
 use super::host::{Op, TestHost, Ty, World, ERR_ARG, ERR_BUFFER, ERR_COUNT, ERR_OTHER, ERR_TRUNCATE, ERR_TYPE};
-use super::{bcast_call, bytes_of, guarded, i32s_of, input, reduce_call, summed, WORLD};
+use super::mismatch::{code, next_call_is_right, world};
+use super::{bcast_call, bytes_of, guarded, i32s_of, input, summed, WORLD};
 use crate::driver::collectives::reduction;
 use crate::driver::gatherv::{gatherv, GathervArgs};
-use crate::driver::host::Outcome::Done;
 use crate::driver::host::{Code, Outcome, SUCCESS};
 use std::ffi::c_void;
-
-fn code(out: Outcome, what: &str) -> Code {
-    match out {
-        Done(rc) => rc,
-        other => panic!("{what}: pcoll handed the call to the host: {other:?}"),
-    }
-}
-
-/// A valid Allreduce right after an invalid call.
-fn next_call_is_right(h: TestHost, what: &str) {
-    let mine = bytes_of(&input(h.rank, 7));
-    let mut recv = vec![0u8; 28];
-    assert_eq!(reduce_call(h, Some(&mine), &mut recv, 7, Ty::I32, Op::Sum, None, WORLD), Done(SUCCESS), "{what}");
-    assert_eq!(i32s_of(&recv), summed(h.world.size, 7), "the Allreduce after {what}, rank {}", h.rank);
-}
 
 /// Element counts from one slot's bytes to several of the tests' 4 KiB chunks.
 const COUNTS: [usize; 4] = [2, 40, 3000, 20000];
@@ -69,7 +54,7 @@ fn receive_buffers(world: &'static World) {
                     _ if alias => send.as_ptr().cast_mut().cast(),
                     _ => std::ptr::null_mut(),
                 };
-                let rc = code(raw_reduction(h, send.as_ptr().cast(), recvbuf, count, root.map(|r| r as i32)), &what);
+                let rc = code(raw_reduction(h, send.as_ptr().cast(), recvbuf, count, root.map(|r| r as i32)));
                 if h.rank == bad {
                     assert_eq!(rc, ERR_BUFFER, "{what}");
                     assert_eq!(send, bytes_of(&input(h.rank, count)), "{what}: the send buffer changed");
@@ -96,7 +81,7 @@ fn null_input(world: &'static World) {
             let send = bytes_of(&input(h.rank, count));
             let sendbuf: *const c_void = if h.rank == bad { std::ptr::null() } else { send.as_ptr().cast() };
             let mut recv = vec![0u8; count * 4];
-            let rc = code(raw_reduction(h, sendbuf, recv.as_mut_ptr().cast(), count, None), &what);
+            let rc = code(raw_reduction(h, sendbuf, recv.as_mut_ptr().cast(), count, None));
             assert_eq!(rc, if h.rank == bad { ERR_BUFFER } else { ERR_OTHER }, "{what}");
             next_call_is_right(h, &what);
         }
@@ -115,7 +100,7 @@ fn bcast_null_buffers(world: &'static World) {
                 let what = format!("a Bcast of {count} i32 from {root}, rank {bad}'s buffer null, rank {}", h.rank);
                 let mut buf = if h.rank == root { message.clone() } else { vec![0u8; count * 4] };
                 let ptr: *mut c_void = if h.rank == bad { std::ptr::null_mut() } else { buf.as_mut_ptr().cast() };
-                let rc = code(bcast_call(h, ptr, count as i64, Ty::I32, root as i32, WORLD), &what);
+                let rc = code(bcast_call(h, ptr, count as i64, Ty::I32, root as i32, WORLD));
                 let want = match () {
                     _ if h.rank == bad => ERR_BUFFER,
                     _ if bad == root => ERR_OTHER,
@@ -175,7 +160,7 @@ fn gatherv_invalid(world: &'static World, senders: bool) {
                     root: root as i32,
                     comm: WORLD,
                 };
-                let rc = code(guarded(|t| gatherv(&h, &h.world.rt, t, args)), &what);
+                let rc = code(guarded(|t| gatherv(&h, &h.world.rt, t, args)));
                 if h.rank == bad {
                     assert_eq!(rc, class, "{what}");
                 } else if h.rank == root {
@@ -187,16 +172,6 @@ fn gatherv_invalid(world: &'static World, senders: bool) {
             }
         }
     });
-}
-
-/// The node's settings of these tests: 4 KiB chunks, so the larger counts
-/// take several steps.
-const NODE: [(&str, &str); 2] = [("PCOLL_SHM_CHUNK", "4K"), ("PCOLL_SHM_SLOTS", "8")];
-
-fn world(p: usize, forced: Option<(&str, &str)>) -> &'static World {
-    let mut vars = NODE.to_vec();
-    vars.extend(forced);
-    World::one_node(p, &vars)
 }
 
 #[test]

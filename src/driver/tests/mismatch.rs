@@ -25,7 +25,7 @@ fn canary_intact(buf: &[u8], len: usize) -> bool {
     buf[len..].iter().all(|&b| b == 0xCD)
 }
 
-fn code(out: Outcome) -> Code {
+pub(super) fn code(out: Outcome) -> Code {
     match out {
         Done(rc) => rc,
         other => panic!("pcoll handed an erroneous call to the host: {other:?}"),
@@ -34,7 +34,7 @@ fn code(out: Outcome) -> Code {
 
 /// A valid Allreduce right after an erroneous call: the node's protocol is
 /// where it should be.
-fn next_call_is_right(h: TestHost, what: &str) {
+pub(super) fn next_call_is_right(h: TestHost, what: &str) {
     let p = h.world.size;
     let mine = bytes_of(&input(h.rank, 7));
     let mut recv = vec![0u8; 28];
@@ -160,7 +160,7 @@ fn gatherv_mismatches(world: &'static World) {
 /// take several steps.
 const NODE: [(&str, &str); 2] = [("PCOLL_SHM_CHUNK", "4K"), ("PCOLL_SHM_SLOTS", "8")];
 
-fn world(p: usize, forced: Option<(&str, &str)>) -> &'static World {
+pub(super) fn world(p: usize, forced: Option<(&str, &str)>) -> &'static World {
     let mut vars = NODE.to_vec();
     vars.extend(forced);
     World::one_node(p, &vars)
