@@ -73,8 +73,9 @@ pcoll tune), of ctests/env_checks.py (a variable that is not UTF-8, an
 unknown PCOLL_ name, PCOLL_ENABLE=0 with an invalid other, ranks started
 with different settings), of ctests/family_checks.py (the SONAME and
 family names of the build, a program linked with -lpcoll-<mpi>, the other
-MPI's library preloaded; that one is built too if it was not given) and of
-ctests/valgrind_checks.py (under valgrind, PCOLL_SHM_ZCOPY=0 leaves no
+MPI's library preloaded; that one is built too if it was not given), of
+ctests/header_checks.py (include/pcoll.h's functions from C and C++), and
+of ctests/valgrind_checks.py (under valgrind, PCOLL_SHM_ZCOPY=0 leaves no
 false "uninitialised" report, as docs/debugging.md advises).
 
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
@@ -104,6 +105,7 @@ import time
 
 import env_checks
 import family_checks
+import header_checks
 import mismatch_checks
 import selection_checks
 import small_shm_checks
@@ -395,6 +397,7 @@ def get_algorithms(res):
 # ---------------------------------------------------------------- the matrix
 
 SUMMARY_HEAD = re.compile(r"^pcoll summary: (\d+) ranks, host MPI: (.*)$", re.M)
+SUMMARY_VERSION = re.compile(r"^pcoll version: \d+\.\d+\.\d+$", re.M)
 SUMMARY_LINE = re.compile(r"^pcoll\s+(allreduce|reduce|bcast|gatherv)\s+(\S+)\s+(\d+)\s", re.M)
 
 
@@ -406,7 +409,7 @@ def summary_problems(err, nranks, cenv):
     head = SUMMARY_HEAD.search(err)
     if not head:
         return ["no 'pcoll summary' on stderr with PCOLL_STATS=1: the calls did not reach pcoll"]
-    problems = []
+    problems = [] if SUMMARY_VERSION.search(err) else ["the summary does not say pcoll's version"]
     if int(head.group(1)) != nranks or "this rank only" in head.group(2):
         problems.append("the summary is not job-wide for %d ranks: %r" % (nranks, head.group(0)))
     if nranks > 1:
@@ -802,6 +805,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
     env_checks.run(sys.modules[__name__], mpi, lib, res)
     family_checks.run(sys.modules[__name__], mpi, lib, args, res)
+    header_checks.run(sys.modules[__name__], mpi, lib, res)
     mismatch_checks.run(sys.modules[__name__], mpi, lib, res)
     valgrind_checks.run(sys.modules[__name__], mpi, lib, res)
     small_shm_checks.run(sys.modules[__name__], mpi, lib, exes, res)

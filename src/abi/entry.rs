@@ -189,6 +189,13 @@ c_collectives!(
     MPI_Gatherv_c / PMPI_Gatherv_c,
 );
 
+/// The library's version (include/pcoll.h): a static NUL-terminated
+/// string, valid at any time.
+#[no_mangle]
+pub extern "C" fn pcoll_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
 /// Sets how one collective runs from now on, as PCOLL_<COLL> would (an
 /// algorithm with parameters, `mpi` or `auto`; an empty string goes back
 /// to the configuration), for benchmarks and tuners that compare choices

@@ -125,6 +125,7 @@ fn main() {
                 }
             }
         }
+        Some("--version") => println!("pcoll {}", env!("CARGO_PKG_VERSION")),
         Some("model") => model(&args[1..]),
         Some("tune") => {
             if let Err(e) = pcoll::tune::main(&args[1..]) {
@@ -132,7 +133,7 @@ fn main() {
             }
         }
         _ => {
-            eprintln!("usage: pcoll algorithms [-v] | pcoll model [--help] | pcoll tune [--help]");
+            eprintln!("usage: pcoll algorithms [-v] | pcoll model [--help] | pcoll tune [--help] | pcoll --version");
             std::process::exit(2);
         }
     }

@@ -141,6 +141,7 @@ impl Summary {
     pub fn render(&self, host: &str) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "pcoll summary: {} ranks, host MPI: {host}", self.ranks);
+        let _ = writeln!(out, "pcoll version: {}", env!("CARGO_PKG_VERSION"));
         let _ = writeln!(
             out,
             "pcoll   {:<10} {:<20} {:>10} {:>14} {:>12} {:>12}",
@@ -186,7 +187,7 @@ mod tests {
         summary.add_rank(&stats.to_text()).unwrap();
         summary.add_rank(&stats.to_text()).unwrap();
         let text = summary.render("test");
-        assert!(text.starts_with("pcoll summary: 2 ranks, host MPI: test\n"), "{text}");
+        assert!(text.starts_with("pcoll summary: 2 ranks, host MPI: test\npcoll version: 0."), "{text}");
         let line = text.lines().find(|l| l.contains("recursive_doubling")).unwrap();
         let f: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(f, ["pcoll", "allreduce", "recursive_doubling", "4", "2000", "1.500000", "0.750000"], "{text}");
