@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "pcoll.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -21,7 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int (*reduce_local_fn)(const void *, void *, int, MPI_Datatype, MPI_Op);
+/* MPI_Reduce_local's and pcoll_reduce_local's type (include/pcoll.h) */
+typedef __typeof__(&pcoll_reduce_local) reduce_local_fn;
 
 /* The MPI standard's datatype groups, which decide the valid operators. */
 enum group { G_INT, G_FLOAT, G_LOGICAL, G_COMPLEX, G_BYTE, G_PAIR };

@@ -48,6 +48,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include "pcoll.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -92,9 +93,9 @@ struct opts {
     int ncand;
 };
 
-/* pcoll_set_algorithm, exported by libpcoll.so (candidates mode) */
-typedef int (*set_alg_fn)(const char *coll, const char *value);
-static set_alg_fn set_alg;
+/* pcoll_set_algorithm (include/pcoll.h), looked up in libpcoll.so when it
+ * is preloaded (candidates mode): the benchmark also runs without it */
+static __typeof__(&pcoll_set_algorithm) set_alg;
 
 static int rank, nranks;
 static int local_ranks = 1; /* ranks on rank 0's node */
@@ -943,7 +944,7 @@ int main(int argc, char **argv)
     if (o.ncand) {
         if (__builtin_popcount(o.colls) != 1)
             die("--candidates needs exactly one collective in --colls");
-        set_alg = (set_alg_fn)dlsym(RTLD_DEFAULT, "pcoll_set_algorithm");
+        set_alg = (__typeof__(set_alg))dlsym(RTLD_DEFAULT, "pcoll_set_algorithm");
         if (!set_alg)
             die("--candidates needs libpcoll.so (pcoll_set_algorithm not found)");
     }

@@ -197,7 +197,7 @@ done
 say "compile bench/pcoll_bench.c"
 for m in "${MPI_LIST[@]}"; do
     EXE[$m]="$OUT/pcoll_bench.$m"
-    if "$(mpicc_of "$m")" -O2 -Wall -o "${EXE[$m]}" "$SRC" -ldl; then
+    if "$(mpicc_of "$m")" -O2 -Wall -I "$ROOT/include" -o "${EXE[$m]}" "$SRC" -ldl; then
         echo "$m: ${EXE[$m]}"
     else
         warn "$m: compiling the benchmark failed"
@@ -372,7 +372,7 @@ if [ "$DO_KERNELS" = 1 ]; then
         say "$m: reduction kernels, pcoll against MPI_Reduce_local (1 rank)"
         exe="$OUT/pcoll_kernels.$m"
         lib=${LIB[$m]}
-        if [ -z "$lib" ] || ! "$(mpicc_of "$m")" -O2 -Wall -o "$exe" "$ROOT/bench/kernels.c" -ldl -lm; then
+        if [ -z "$lib" ] || ! "$(mpicc_of "$m")" -O2 -Wall -I "$ROOT/include" -o "$exe" "$ROOT/bench/kernels.c" -ldl -lm; then
             warn "$m: no library or the kernel benchmark does not compile"
             STATUS=1
             continue

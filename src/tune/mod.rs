@@ -161,7 +161,8 @@ fn benchmark(o: &Options, repo: Option<&Path>) -> Result<PathBuf, String> {
     let mpicc = MPIS.iter().find(|m| m.0 == o.mpi).expect("checked").1;
     let exe = scratch_dir()?.join("pcoll_bench");
     let mut cmd = Command::new(mpicc);
-    cmd.args(["-O2", "-o"]).arg(&exe).arg(repo.join("bench/pcoll_bench.c")).arg("-ldl");
+    cmd.arg("-O2").arg("-I").arg(repo.join("include"));
+    cmd.arg("-o").arg(&exe).arg(repo.join("bench/pcoll_bench.c")).arg("-ldl");
     let done = run(cmd, Duration::from_secs(300))?;
     if !done.ok {
         return Err(format!("compiling bench/pcoll_bench.c with {mpicc} failed:\n{}", tail(&done.stderr)));
