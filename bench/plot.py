@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Plot pcoll_bench CSV files: median time versus message size per collective.
+"""Plot pcoll_bench CSV files, per collective against message size.
 
-    python3 bench/plot.py -o bench/out/pcoll_bench-2.png bench/out/mpich-2.csv bench/out/openmpi-2.csv
+    python3 bench/plot.py [--kind ratio|times] -o OUT.png bench/out/mpich-2.csv bench/out/openmpi-2.csv
 
-One panel per collective, log-log; solid lines are pcoll, dashed the stock
-MPI, one colour per CSV (per MPI); the grey dotted line is one memcpy of the
-message.  The shaded band is p10..p90.  Needs matplotlib (optional for the
-project: scripts/bench.sh skips the plot without it).
+--kind ratio (default): how many times faster pcoll is than the stock MPI
+(stock median / pcoll median), one line per CSV (per host MPI), the 1.0
+line marked (below it pcoll is slower).
+--kind times: median times, log-log; solid lines are pcoll, dashed the
+stock MPI, one colour per CSV; the grey dotted line is one memcpy of the
+message; the shaded band is p10..p90.
+Needs matplotlib (scripts/setup.sh installs Debian's python3-matplotlib).
 """
 import argparse
 import csv
@@ -37,10 +40,42 @@ def human(b):
     return str(b)
 
 
+def size_axis(ax, coll, data):
+    """The message-size axis, title, grid and legend of a panel."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(r["bytes"]) for _, rows in data for r in rows if r["coll"] == coll})
+    if len(ticks) > 8:
+        ticks = ticks[:: (len(ticks) + 7) // 8]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([human(t) for t in ticks])
+    ax.set_title(coll)
+    ax.set_xlabel("bytes")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def ratio_panel(ax, coll, data, colours):
+    """stock/pcoll against size, one line per host MPI, and the 1.0 line."""
+    ax.axhline(1.0, color="black", lw=1.2, ls="--", label="1.0: as fast as stock")
+    for j, (label, rows) in enumerate(data):
+        rs = sorted((r for r in rows if r["coll"] == coll), key=lambda r: int(r["bytes"]))
+        pts = [(int(r["bytes"]), num(r["stock_med_us"]), num(r["pcoll_med_us"])) for r in rs if r["check"] != "WRONG"]
+        pts = [(x, s / p) for x, s, p in pts if s and p]
+        if pts:
+            ax.plot(*zip(*pts), "-", color=colours[j % len(colours)], marker="o", ms=3, label=label)
+        wrong = [int(r["bytes"]) for r in rs if r["check"] == "WRONG"]
+        if wrong:
+            ax.plot(wrong, [1.0] * len(wrong), "x", color="red", ms=9, label=f"{label} pcoll WRONG")
+    ax.set_ylim(bottom=0)
+    size_axis(ax, coll, data)
+    ax.set_ylabel("stock time / pcoll time")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", nargs="+")
     ap.add_argument("-o", "--output", default="bench/out/pcoll_bench.png")
+    ap.add_argument("--kind", choices=("ratio", "times"), default="ratio")
     args = ap.parse_args()
 
     import matplotlib
@@ -67,6 +102,8 @@ def main():
 
     first = data[0][1][0]
     title = f"pcoll vs stock MPI, {first['ranks']} ranks on {first['cores']} cores"
+    if args.kind == "ratio":
+        title = f"How many times faster pcoll is than the stock MPI, {first['ranks']} ranks on {first['cores']} cores"
     if first.get("oversubscribed") == "1":
         title += " -- OVERSUBSCRIBED: timings measure the scheduler"
 
@@ -77,6 +114,9 @@ def main():
 
     for i, coll in enumerate(colls):
         ax = axes[i // ncol][i % ncol]
+        if args.kind == "ratio":
+            ratio_panel(ax, coll, data, colours)
+            continue
         mem_drawn = False
         for j, (label, rows) in enumerate(data):
             rs = sorted((r for r in rows if r["coll"] == coll), key=lambda r: int(r["bytes"]))
@@ -103,18 +143,9 @@ def main():
                 if mp:
                     ax.plot(*zip(*mp), ":", color="grey", label="memcpy")
                     mem_drawn = True
-        ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ticks = sorted({int(r["bytes"]) for _, rows in data for r in rows if r["coll"] == coll})
-        if len(ticks) > 8:
-            ticks = ticks[:: (len(ticks) + 7) // 8]
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([human(t) for t in ticks])
-        ax.set_title(coll)
-        ax.set_xlabel("bytes")
+        size_axis(ax, coll, data)
         ax.set_ylabel("median time, us")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
     for k in range(len(colls), nrow * ncol):
         axes[k // ncol][k % ncol].axis("off")
     fig.suptitle(title)

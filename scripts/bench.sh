@@ -13,8 +13,10 @@
 #    of --time, merged into one median per point (a drift of the machine
 #    during the script then reaches both MPIs alike),
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
-# 6. prints a combined table of both MPIs and, when matplotlib is there,
-#    draws bench/out/pcoll_bench-<ranks>.png;
+# 6. prints a combined table of both MPIs and draws
+#    bench/out/pcoll_bench-<ranks>.png (stock/pcoll against size, one line
+#    per host MPI, the 1.0 line marked) and pcoll_bench-<ranks>-times.png
+#    (median times);
 # 7. with --algorithms, instead times pcoll's choice and every algorithm of
 #    each collective against the stock MPI, all interleaved in one run per
 #    collective (at 2 ranks and, with --oversubscribed, at 4 and 8;
@@ -538,19 +540,32 @@ fi
 
 # ------------------------------------------------------------------- plot
 if [ "$DO_PLOT" = 1 ]; then
-    if command -v python3 >/dev/null && python3 -c 'import matplotlib' 2>/dev/null; then
+    # Debian's python3-matplotlib is for /usr/bin/python3, which another
+    # python3 earlier in PATH (pyenv, a venv) may hide.
+    PLOT_PY=""
+    for py in python3 /usr/bin/python3; do
+        if "$py" -c 'import matplotlib' 2>/dev/null; then PLOT_PY=$py; break; fi
+    done
+    if [ -n "$PLOT_PY" ]; then
         pngs=()
         for n in "$RANKS" $([ "$OVERSUB" = 1 ] && echo "$OVER_RANKS"); do
             csvs=()
             for m in "${MPI_LIST[@]}"; do [ -s "$OUT/$m-$n.csv" ] && csvs+=("$OUT/$m-$n.csv"); done
             [ ${#csvs[@]} -gt 0 ] || continue
-            if python3 "$ROOT/bench/plot.py" -o "$OUT/pcoll_bench-$n.png" "${csvs[@]}"; then
-                pngs+=("bench/out/pcoll_bench-$n.png")
-            fi
+            for kind in ratio times; do
+                case "$kind" in ratio) png="pcoll_bench-$n.png" ;; times) png="pcoll_bench-$n-times.png" ;; esac
+                if "$PLOT_PY" "$ROOT/bench/plot.py" --kind "$kind" -o "$OUT/$png" "${csvs[@]}" >/dev/null; then
+                    pngs+=("bench/out/$png")
+                else
+                    warn "bench/plot.py failed for $png"
+                    STATUS=1
+                fi
+            done
         done
         [ ${#pngs[@]} -gt 0 ] && echo "plots: ${pngs[*]}"
     else
-        echo "(no python3 matplotlib: skipping the plot)"
+        warn "no python3 matplotlib (scripts/setup.sh installs it): no plots"
+        STATUS=1
     fi
 fi
 

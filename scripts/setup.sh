@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what pcoll needs, only where it is missing: MPICH and Open MPI
 # (both: pcoll is built and tested against each), libclang (bindgen),
-# gfortran, g++ (the tests compile include/pcoll.h as C++), python3,
+# gfortran, g++ (the tests compile include/pcoll.h as C++), python3 and
+# matplotlib (the benchmark's plots),
 # valgrind (the tests check docs/debugging.md's advice
 # under it), and a Rust toolchain. Safe to run repeatedly.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 pkg-config gcc g++ make valgrind)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib pkg-config gcc g++ make valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
