@@ -455,7 +455,7 @@ summary() {
 # faster_stock N MPI...: pcoll on each host against the faster stock MPI
 # at each point. The MPIs cannot share a run, so this compares runs made
 # at different times, and the machine's state may differ between them
-# (see README, Benchmark). The ratio pairs pass k of every MPI (run one
+# (see docs/benchmark.md, The table). The ratio pairs pass k of every MPI (run one
 # after another) and takes, per point, the median over k of
 # min(stock of pass k) / pcoll of pass k; a pair whose runs met different
 # states counts the faster state's stock against pcoll, never the other
