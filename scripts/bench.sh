@@ -410,7 +410,7 @@ summary() {
     handoffs=$(for m in "${names[@]}"; do
         grep -h '^# handoff:' "$OUT/$m-$n.txt" 2>/dev/null | awk -v m="$m" '{ s = s " " $4 "/" $7 } END { if (s != "") printf " %s%s", m, s }'
     done)
-    [ -n "$handoffs" ] && echo "# cross-core handoff of 32 KiB per run, write/read us (placement of the two cores, see README):$handoffs"
+    [ -n "$handoffs" ] && echo "# cross-core handoff of 32 KiB per run, write/read us (placement of the two cores, see docs/benchmark.md):$handoffs"
     [ ${#PCOLL_VARS[@]} -gt 0 ] && echo "# environment: $(for v in "${PCOLL_VARS[@]}"; do printf '%s=%s ' "$v" "${!v}"; done)"
     awk -F, -v names="${names[*]}" '
         BEGIN { nm = split(names, M, " ") }

@@ -468,7 +468,7 @@ impl Config {
                 var: var.to_string(),
                 value: value.to_string_lossy().into_owned(),
                 problem: Some("not valid UTF-8".into()),
-                accepted: "UTF-8 text (see the README for the values)".into(),
+                accepted: "UTF-8 text (docs/configuration.md lists the values)".into(),
             })?;
             cfg.set(var, value)?;
             // this variable's effect alone, as every rank computes it
@@ -588,7 +588,7 @@ impl Config {
             "PCOLL_TUNE" => {
                 self.tune = Some(
                     Rules::parse(value, "PCOLL_TUNE")
-                        .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
+                        .map_err(|e| err(Some(e.to_string()), "rules, see docs/configuration.md".into()))?,
                 )
             }
             "PCOLL_TUNE_FILE" => {
@@ -596,7 +596,7 @@ impl Config {
                     .map_err(|e| err(Some(format!("cannot read it: {e}")), "a readable rules file".into()))?;
                 self.tune_file = Some(
                     Rules::parse(&text, value.trim())
-                        .map_err(|e| err(Some(e.to_string()), "rules, see the README".into()))?,
+                        .map_err(|e| err(Some(e.to_string()), "rules, see docs/configuration.md".into()))?,
                 )
             }
             "PCOLL_LOG" => {
@@ -638,7 +638,7 @@ pub fn unknown_variable(name: &str) -> String {
         Some((d, var)) if 3 * d <= suffix.max(3) => {
             format!("{name} is not a pcoll variable and is ignored; did you mean {var}?")
         }
-        _ => format!("{name} is not a pcoll variable and is ignored (the README lists them)"),
+        _ => format!("{name} is not a pcoll variable and is ignored (docs/configuration.md lists them)"),
     }
 }
 
@@ -1028,7 +1028,7 @@ mod tests {
             let cfg = parse(&[(name, "1")]).unwrap();
             assert_eq!(
                 cfg.warnings,
-                [format!("{name} is not a pcoll variable and is ignored (the README lists them)")]
+                [format!("{name} is not a pcoll variable and is ignored (docs/configuration.md lists them)")]
             );
         }
         // the names pcoll's own scripts read: silent
