@@ -217,8 +217,9 @@ mod tests {
         summary.add_rank("").unwrap();
         let text = summary.render("h");
         assert!(text.starts_with("pcoll summary: 3 ranks"), "{text}");
-        // Registry order: recursive_doubling before ring, the host last.
-        let rows: Vec<&str> = text.lines().skip(2).take(3).map(|l| l.split_whitespace().nth(2).unwrap()).collect();
+        // After the head, version and column lines, registry order:
+        // recursive_doubling before ring, the host last.
+        let rows: Vec<&str> = text.lines().skip(3).take(3).map(|l| l.split_whitespace().nth(2).unwrap()).collect();
         assert_eq!(rows, ["recursive_doubling", "ring", "mpi"], "{text}");
         let host = text.lines().find(|l| l.contains(" mpi ")).unwrap();
         assert_eq!(host.split_whitespace().collect::<Vec<_>>()[3..], ["3", "0", "1.750000", "1.000000"], "{text}");
