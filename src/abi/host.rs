@@ -462,9 +462,9 @@ impl Host for Mpi {
             ErrorClass::Type => MPI_ERR_TYPE,
             ErrorClass::Buffer => MPI_ERR_BUFFER,
             #[cfg(pcoll_mpi = "openmpi")]
-            ErrorClass::Aliased => MPI_ERR_ARG,
+            ErrorClass::AliasedAtRoot => MPI_ERR_ARG,
             #[cfg(not(pcoll_mpi = "openmpi"))]
-            ErrorClass::Aliased => MPI_ERR_BUFFER,
+            ErrorClass::AliasedAtRoot => MPI_ERR_BUFFER,
         } as c_int;
         // SAFETY: a valid communicator (the call's) and an error class,
         // which is an error code.

@@ -46,7 +46,7 @@ pub fn reduction<H: Host>(
         },
     };
     let desc = &prepared.call.desc;
-    if let Err(bad) = reduction_buffers(desc.in_place, is_reduction_root(desc), sendbuf, recvbuf) {
+    if let Err(bad) = reduction_buffers(desc, sendbuf, recvbuf) {
         return invalid_reduction(host, rt, t, comm, &prepared, sendbuf, bad);
     }
     let desc = &prepared.call.desc;
@@ -113,17 +113,15 @@ fn is_reduction_root(desc: &CallDesc) -> bool {
 /// The buffer checks of a reduction, made after planning: only this rank
 /// sees its buffers, and its peers run the plan whatever they are.
 #[inline]
-fn reduction_buffers(
-    in_place: bool,
-    is_root: bool,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-) -> Result<(), Invalid> {
+fn reduction_buffers(desc: &CallDesc, sendbuf: *const c_void, recvbuf: *mut c_void) -> Result<(), Invalid> {
+    let (in_place, is_root, reduce) = (desc.in_place, is_reduction_root(desc), desc.coll == Coll::Reduce);
     if (!in_place && sendbuf.is_null()) || (is_root && recvbuf.is_null()) {
         return Err(Invalid { why: "null buffer", class: ErrorClass::Buffer });
     }
     if is_root && sendbuf == recvbuf.cast_const() {
-        return Err(Invalid { why: "send and receive buffers alias", class: ErrorClass::Aliased });
+        // Open MPI's Reduce says MPI_ERR_ARG, its Allreduce MPI_ERR_BUFFER.
+        let class = if reduce { ErrorClass::AliasedAtRoot } else { ErrorClass::Buffer };
+        return Err(Invalid { why: "send and receive buffers alias", class });
     }
     Ok(())
 }

@@ -99,22 +99,26 @@ pub struct Invalid {
     pub class: ErrorClass,
 }
 
-/// How a rank with an [`Invalid`] argument stands in for its part.
+/// How a rank with an [`Invalid`] argument stands in for its part of a
+/// node call. On a node, any mix of valid and invalid ranks ends: a rank
+/// that waits for one that stood out finds its call ended.
 pub enum Stand<'a> {
     /// Its input is valid, only where its result goes is not: it runs the
     /// call with scratch (of `recv_bytes`, laid out as `layout` for a
     /// Gatherv root) in place of its output; its peers' results are right.
     Ghost { send: Option<&'a [u8]>, recv_bytes: usize, layout: &'a GatherLayout },
-    /// Its input is invalid: on a node it ends the call without writing
-    /// anything, so the peers that need its data find the call erroneous
-    /// (MPI_ERR_OTHER); a schedule cannot go on without it, so the call
-    /// goes to the host (whose error the peers would wait on as under the
-    /// host MPI alone).
+    /// Its input is invalid: it ends the call without writing anything,
+    /// so the peers that need its data find the call erroneous
+    /// (MPI_ERR_OTHER).
     Out,
 }
 
 /// The call of a rank that found `bad`, in its `stand`: reported on `comm`
 /// with the host's class, after the peers' protocol has what it needs.
+/// A schedule or a composition goes to the host: a point-to-point peer
+/// cannot tell that a rank stood out, and would wait for it; where every
+/// rank passes the invalid argument (the usual case), every rank reaches
+/// the host's error.
 #[cold]
 #[allow(clippy::too_many_arguments)]
 pub fn invalid<H: Host>(
@@ -128,19 +132,21 @@ pub fn invalid<H: Host>(
     stand: Stand<'_>,
     combiner: &dyn Combiner,
 ) -> Outcome {
+    if !matches!(call.algo.imp, Impl::Node(_)) {
+        return Outcome::Forward(bad.why);
+    }
     match stand {
         Stand::Ghost { send, recv_bytes, layout } => {
             let mut scratch = vec![0u8; recv_bytes];
             // Whatever the peers did, this rank's error is its own argument.
             let _ = attempt(host, rt, t, state, call, layout, send, &mut scratch, combiner);
         }
-        Stand::Out if matches!(call.algo.imp, Impl::Node(_)) => {
+        Stand::Out => {
             let Some(mut team_state) = state.node.state.take() else { host.abort(CONTENDED) };
             let mut team = team(state, &mut team_state);
             team.begin(call.algo.index(), 0);
             team.end();
         }
-        Stand::Out => return Outcome::Forward(bad.why),
     }
     log::warn!(
         "{} of {} B: {} at this rank while the others run {}: returning {:?}",

@@ -21,7 +21,6 @@ use super::prepared::{self, Key, Prepared};
 use super::runtime::Runtime;
 use super::thread::PerThread;
 use super::verify::{self, GatherRoot};
-use crate::algos::Impl;
 use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::NoReduction;
@@ -428,10 +427,7 @@ fn check_root_block(in_place: bool, my_bytes: usize, plan: &Layout, root: usize)
 
 /// A Gatherv with an argument invalid at this rank: on a node, the root
 /// takes part expecting nothing of anyone (it skips the blocks, whose
-/// writers complete), a sender stands out. A root cannot stand in for a
-/// point-to-point Gatherv, whose receives need the sizes its arguments
-/// lack: the host reports the call (its senders' messages are left on
-/// pcoll's duplicate, as under the host MPI alone).
+/// writers complete), a sender stands out.
 #[cold]
 fn invalid_gatherv<H: Host>(
     host: &H,
@@ -447,10 +443,8 @@ fn invalid_gatherv<H: Host>(
     let zeros = vec![0u8; if desc.in_place { 0 } else { desc.bytes }];
     let stand = if desc.rank != desc.root {
         Stand::Out
-    } else if matches!(call.algo.imp, Impl::Node(_)) {
-        Stand::Ghost { send: (!desc.in_place).then_some(&zeros[..]), recv_bytes: 0, layout: &nothing }
     } else {
-        return Forward(bad.why);
+        Stand::Ghost { send: (!desc.in_place).then_some(&zeros[..]), recv_bytes: 0, layout: &nothing }
     };
     invalid(host, rt, t, comm, state, call, bad, stand, &NoReduction)
 }

@@ -47,9 +47,10 @@ pub enum ErrorClass {
     Type,
     /// MPI_ERR_BUFFER: a null buffer where data is.
     Buffer,
-    /// The send and receive buffers alias: MPICH says MPI_ERR_BUFFER,
-    /// Open MPI MPI_ERR_ARG.
-    Aliased,
+    /// A Reduce root's send and receive buffers alias: MPICH says
+    /// MPI_ERR_BUFFER, Open MPI MPI_ERR_ARG (both say MPI_ERR_BUFFER for
+    /// an Allreduce).
+    AliasedAtRoot,
 }
 
 /// `Ok` for [`SUCCESS`], else the code.

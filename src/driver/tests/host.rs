@@ -721,7 +721,7 @@ impl Host for TestHost {
             ErrorClass::Count => ERR_COUNT,
             ErrorClass::Arg => ERR_ARG,
             ErrorClass::Type => ERR_TYPE,
-            ErrorClass::Buffer | ErrorClass::Aliased => ERR_BUFFER,
+            ErrorClass::Buffer | ErrorClass::AliasedAtRoot => ERR_BUFFER,
         }
     }
 

@@ -10,6 +10,7 @@ use super::mismatch::{code, next_call_is_right, world};
 use super::{bcast_call, bytes_of, guarded, i32s_of, input, summed, WORLD};
 use crate::driver::collectives::reduction;
 use crate::driver::gatherv::{gatherv, GathervArgs};
+use crate::driver::host::Outcome::{Done, Forward};
 use crate::driver::host::{Code, Outcome, SUCCESS};
 use std::ffi::c_void;
 
@@ -182,8 +183,40 @@ fn invalid_receive_buffers_of_reductions_fail_at_their_rank_only() {
             receive_buffers(world(p, Some(("PCOLL_ALLREDUCE", algo))));
             receive_buffers(world(p, Some(("PCOLL_REDUCE", algo))));
         }
+    }
+}
+
+/// Every rank passes the same invalid buffers (a NULL Bcast buffer, an
+/// aliased Allreduce): on a node every rank gets the class; where the plan
+/// is a schedule (`on_node` false) every rank hands the call to the host,
+/// which reports it.
+fn every_rank_invalid(world: &'static World, on_node: bool) {
+    world.run(|h| {
+        for count in COUNTS {
+            let what = format!("a Bcast of {count} i32, every buffer NULL, rank {}", h.rank);
+            let out = bcast_call(h, std::ptr::null_mut(), count as i64, Ty::I32, 0, WORLD);
+            assert_eq!(out, if on_node { Done(ERR_BUFFER) } else { Forward("null buffer") }, "{what}");
+            next_call_is_right(h, &what);
+            let what = format!("an Allreduce of {count} i32, every rank aliased, rank {}", h.rank);
+            let mut buf = bytes_of(&input(h.rank, count));
+            let p = buf.as_mut_ptr().cast::<c_void>();
+            let out = raw_reduction(h, p.cast_const(), p, count, None);
+            let alias = Forward("send and receive buffers alias");
+            assert_eq!(out, if on_node { Done(ERR_BUFFER) } else { alias }, "{what}");
+            next_call_is_right(h, &what);
+        }
+    });
+}
+
+#[test]
+fn invalid_buffers_at_every_rank_fail_alike() {
+    for p in [2, 3] {
+        every_rank_invalid(world(p, None), true);
+        for (coll, algo) in [("PCOLL_BCAST", "shm_zcopy"), ("PCOLL_ALLREDUCE", "shm_zcopy")] {
+            every_rank_invalid(world(p, Some((coll, algo))), true);
+        }
         // schedules over the transport: between pretend nodes
-        receive_buffers(World::new(&(0..p).collect::<Vec<_>>(), &[("PCOLL_SETUP_AFTER", "0")], vec![]));
+        every_rank_invalid(World::new(&(0..p).collect::<Vec<_>>(), &[("PCOLL_SETUP_AFTER", "0")], vec![]), false);
     }
 }
 
