@@ -440,11 +440,11 @@ fn invalid_gatherv<H: Host>(
     let (state, call) = (prepared.state(), &prepared.call);
     let desc = &call.desc;
     let nothing = GatherLayout { blocks: vec![(0, 0); desc.size] };
-    let zeros = vec![0u8; if desc.in_place { 0 } else { desc.bytes }];
     let stand = if desc.rank != desc.root {
         Stand::Out
     } else {
-        Stand::Ghost { send: (!desc.in_place).then_some(&zeros[..]), recv_bytes: 0, layout: &nothing }
+        // Its own block is empty in `nothing` too: no bytes to send.
+        Stand::Ghost { send: (!desc.in_place).then_some(&[][..]), recv_bytes: 0, layout: &nothing }
     };
     invalid(host, rt, t, comm, state, call, bad, stand, &NoReduction)
 }
