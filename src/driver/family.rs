@@ -64,6 +64,14 @@ pub fn wrong_library(built_for: Family, version: &str) -> Option<String> {
     ))
 }
 
+/// The major version of an Open MPI whose MPI_Get_library_version
+/// begins with `version` ("Open MPI v4.1.4, package: ..." gives 4);
+/// `None` for another MPI or a string pcoll cannot read.
+pub fn open_mpi_major(version: &str) -> Option<u32> {
+    let number = version.trim_start().strip_prefix("Open MPI v")?;
+    number.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +107,13 @@ mod tests {
             assert_eq!(wrong_library(family, "Some MPI 1.0"), None);
             assert_eq!(wrong_library(family, ""), None);
         }
+    }
+
+    #[test]
+    fn the_open_mpi_major_version_is_read_from_the_version_string() {
+        assert_eq!(open_mpi_major(OPEN_MPI), Some(4));
+        assert_eq!(open_mpi_major("Open MPI v5.0.11, package: Open MPI pypi"), Some(5));
+        assert_eq!(open_mpi_major("MPICH Version: 4.0.2"), None);
+        assert_eq!(open_mpi_major("Open MPI vx"), None);
     }
 }

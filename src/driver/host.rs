@@ -223,6 +223,13 @@ pub trait Host: Copy + Sized + 'static {
     /// `base` holds `bytes` bytes that nothing else uses until
     /// [`Host::win_free`] returns.
     unsafe fn win_create(&self, comm: Self::Comm, base: *mut u8, bytes: usize) -> Result<Self::Win, Code>;
+    /// Whether two windows that disjoint communicators create at once on
+    /// one host can corrupt each other. Open MPI before 5.0 names the
+    /// shared-memory file of a window's state after its communicator's
+    /// context id, which communicators without a common process may share
+    /// (ompi#9492, fixed in 5.0.0; seen here as hangs and `Read -1 ...
+    /// errno = 14` from vader under PCOLL_RANKS_PER_NODE).
+    fn window_names_collide(&self) -> bool;
     /// Frees a window; collective over its communicator.
     fn win_free(&self, win: &mut Self::Win);
     /// Starts a transfer of `len` bytes between `local` and byte `remote`

@@ -9,9 +9,11 @@
 use super::comm::CommState;
 use super::host::{Access, Code, Host, Split};
 use crate::algos::multinode::OneSided;
+use crate::shm::os::{random_word, HostLock, NotTaken};
 use crate::shm::segment::PAGE;
 use std::alloc::Layout;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 /// The leaders' communicator and window of one user communicator.
 pub struct Leaders<H: Host> {
@@ -92,6 +94,12 @@ struct Window<H: Host> {
     id: u64,
 }
 
+/// The first and the longest pause between attempts at the hosts' window
+/// locks ([`Window::create_alone_on_host`]), each stretched by a random
+/// factor up to 2 so that competing communicators fall out of step.
+const LOCK_PAUSE_FIRST: Duration = Duration::from_micros(50);
+const LOCK_PAUSE_LAST: Duration = Duration::from_millis(20);
+
 /// Stops the job's rank: the leaders' window is in an unknown state.
 fn failed(what: &str, rc: Code) -> ! {
     panic!("{what} failed (MPI error {rc})")
@@ -109,9 +117,57 @@ impl<H: Host> Window<H> {
         }
         // SAFETY: `base` holds `bytes` bytes that live until `free` (after
         // the host frees the window); every leader asks for the same size.
-        let win = unsafe { host.win_create(comm, base, bytes) };
+        let win = unsafe {
+            match host.window_names_collide() {
+                true => Self::create_alone_on_host(host, comm, base, bytes),
+                false => host.win_create(comm, base, bytes),
+            }
+        };
         let win = win.unwrap_or_else(|rc| failed(&format!("creating the leaders' window of {bytes} bytes"), rc));
         Window { host, win, base, bytes, id: Self::agree_on_id(&host, comm) }
+    }
+
+    /// Creates the window while no other window is being created on any
+    /// of its hosts ([`Host::window_names_collide`]): the first leader on
+    /// each host tries that host's lock, and the creation starts only
+    /// once all hold theirs. Otherwise all let go and try again after a
+    /// random pause, so that no one ever waits for a lock while holding
+    /// another (two communicators whose leaders span the same hosts
+    /// would deadlock). Every leader is out of the creation before the
+    /// locks go. Costs a split, a few allgathers and a barrier, once per
+    /// window.
+    ///
+    /// # Safety
+    /// As [`Host::win_create`].
+    unsafe fn create_alone_on_host(host: H, comm: H::Comm, base: *mut u8, bytes: usize) -> Result<H::Win, Code> {
+        let rank = host.comm_shape(comm).map_or(0, |(rank, _)| rank);
+        let mut on_host = host.split(comm, Split::Shared, rank)?;
+        let (local, local_size) = host.comm_shape(on_host).unwrap_or((0, 1));
+        host.free_comm(&mut on_host);
+        let mut pause = LOCK_PAUSE_FIRST;
+        let lock = loop {
+            // Some(lock or none needed), or None: another holds it.
+            let attempt = match (local, local_size) {
+                // a host of one leader has no file to collide on
+                (0, 2..) => match HostLock::try_take("window") {
+                    Ok(lock) => Some(Some(lock)),
+                    Err(NotTaken::Busy) => None,
+                    Err(NotTaken::Unavailable) => Some(None),
+                },
+                _ => Some(None),
+            };
+            if host.allgather_words(comm, &[u64::from(attempt.is_some())])?.iter().all(|&ready| ready == 1) {
+                break attempt.flatten();
+            }
+            drop(attempt);
+            std::thread::sleep(pause.mul_f64(1.0 + (random_word() % 1024) as f64 / 1024.0));
+            pause = (pause * 2).min(LOCK_PAUSE_LAST);
+        };
+        // SAFETY: as the caller promised.
+        let win = unsafe { host.win_create(comm, base, bytes) }?;
+        host.barrier(comm)?;
+        drop(lock);
+        Ok(win)
     }
 
     /// The first leader numbers the window (its world rank, its count of

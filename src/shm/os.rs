@@ -143,7 +143,7 @@ fn segment_name() -> SegmentName {
 /// 8 random bytes: getrandom(2), or /dev/urandom where that fails (an old
 /// kernel, or an entropy pool not ready yet, which /dev/urandom does not
 /// wait for). Should both fail, the clock, and a taken name is retried.
-fn random_word() -> u64 {
+pub fn random_word() -> u64 {
     let mut word = [0u8; 8];
     // SAFETY: writes at most `word.len()` bytes into `word`.
     let n = unsafe { libc::getrandom(word.as_mut_ptr().cast(), word.len(), libc::GRND_NONBLOCK) };
@@ -154,10 +154,65 @@ fn random_word() -> u64 {
     match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut word)) {
         Ok(()) => u64::from_ne_bytes(word),
         Err(e) => {
-            log::debug!("node layer: no random bytes from the kernel ({e}); the segment's name uses the clock");
+            log::debug!("node layer: no random bytes from the kernel ({e}); the clock stands in");
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             now.as_nanos() as u64
         }
+    }
+}
+
+/// A lock on this host, held while the value lives: an abstract Unix
+/// socket address (strictly, one per network namespace, which is one per
+/// host for MPI's purposes), which only one socket can be bound to and
+/// which the kernel releases when its holder exits. Nothing of it is
+/// ever left behind, in /dev/shm or anywhere else.
+pub struct HostLock(libc::c_int);
+
+/// Why [`HostLock::try_take`] did not take the lock.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NotTaken {
+    /// Another holds it.
+    Busy,
+    /// This host cannot lock (no Unix sockets here, say): go without.
+    Unavailable,
+}
+
+impl HostLock {
+    /// Takes this user's lock `name` (the same text in every process
+    /// that shares it) unless another process or thread holds it; never
+    /// waits.
+    pub fn try_take(name: &str) -> Result<HostLock, NotTaken> {
+        // SAFETY: getuid has no preconditions.
+        let name = format!("pcoll-{}-{name}", unsafe { libc::getuid() });
+        // SAFETY: socket(2) has no memory preconditions.
+        let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(NotTaken::Unavailable);
+        }
+        let lock = HostLock(fd);
+        // SAFETY: sockaddr_un is plain data, valid all zero.
+        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        // sun_path[0] stays NUL: the abstract namespace
+        let path = &mut addr.sun_path[1..];
+        let len = name.len().min(path.len());
+        path.iter_mut().zip(&name.as_bytes()[..len]).for_each(|(to, &from)| *to = from as libc::c_char);
+        let addr_len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + 1 + len;
+        // SAFETY: `addr` is a sockaddr_un whose first `addr_len` bytes are
+        // initialised; bind reads no more.
+        let rc = unsafe { libc::bind(fd, (&raw const addr).cast(), addr_len as libc::socklen_t) };
+        match rc {
+            0 => Ok(lock),
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EADDRINUSE) => Err(NotTaken::Busy),
+            _ => Err(NotTaken::Unavailable),
+        }
+    }
+}
+
+impl Drop for HostLock {
+    fn drop(&mut self) {
+        // SAFETY: the socket this lock opened, closed once (which unbinds it).
+        unsafe { libc::close(self.0) };
     }
 }
 
@@ -405,6 +460,16 @@ mod tests {
             assert!(fd >= 0, "{}", std::io::Error::last_os_error());
             libc::close(fd);
         }
+    }
+
+    #[test]
+    fn a_host_lock_has_one_holder_and_is_free_again_once_dropped() {
+        let name = format!("pcoll-test-lock-{}", random_word());
+        let held = HostLock::try_take(&name).expect("a free lock");
+        assert_eq!(HostLock::try_take(&name).err(), Some(NotTaken::Busy));
+        assert!(HostLock::try_take(&format!("{name}-other")).is_ok(), "another name is another lock");
+        drop(held);
+        assert!(HostLock::try_take(&name).is_ok());
     }
 
     #[test]

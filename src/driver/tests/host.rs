@@ -517,6 +517,10 @@ impl Host for TestHost {
         ThreadTransport { host: *self, comm: state.private, ranks }
     }
 
+    fn window_names_collide(&self) -> bool {
+        false
+    }
+
     unsafe fn win_create(&self, comm: Comm, base: *mut u8, bytes: usize) -> Result<TestWin, Code> {
         let (me, size) = (self.comm_rank(comm), self.members(comm).len());
         let nth = {
