@@ -222,7 +222,8 @@ impl Host for Mpi {
     }
 
     fn window_names_collide(&self) -> bool {
-        cfg!(pcoll_mpi = "openmpi") && crate::driver::family::open_mpi_major(&self.version()).is_none_or(|major| major < 5)
+        cfg!(pcoll_mpi = "openmpi")
+            && crate::driver::family::open_mpi_major(&self.version()).is_none_or(|major| major < 5)
     }
 
     unsafe fn win_create(&self, comm: MPI_Comm, base: *mut u8, bytes: usize) -> Result<MPI_Win, Code> {

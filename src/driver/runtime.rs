@@ -5,7 +5,8 @@
 use super::stats::{Stats, Summary};
 use super::Host;
 use crate::core::types::Coll;
-use crate::select::config::{accepted_choices, parse_choice, Choice, Config, Fingerprint, VARIABLES};
+use crate::select::config::{accepted_choices, parse_choice, Choice, Config, Fingerprint};
+use crate::select::settings::SETTINGS;
 use std::any::Any;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -115,15 +116,15 @@ pub fn agree_on_settings<H: Host>(host: &H, mine: &Fingerprint) -> Result<(), St
         .into_iter()
         .map(|i| {
             let others: Vec<usize> = all
-                .chunks_exact(VARIABLES.len())
+                .chunks_exact(SETTINGS.len())
                 .enumerate()
-                .filter(|(_, theirs)| theirs[i] != all[rank * VARIABLES.len() + i])
+                .filter(|(_, theirs)| theirs[i] != all[rank * SETTINGS.len() + i])
                 .map(|(r, _)| r)
                 .collect();
             let listed: Vec<String> = others.iter().take(8).map(|r| r.to_string()).collect();
             let more = if others.len() > 8 { format!(" and {} more", others.len() - 8) } else { String::new() };
             let here = mine.value(i).map_or("unset or the default".to_string(), |v| format!("{v:?}"));
-            format!("{} (rank {rank}: {here}; another value at rank(s) {}{more})", VARIABLES[i], listed.join(", "))
+            format!("{} (rank {rank}: {here}; another value at rank(s) {}{more})", SETTINGS[i].name, listed.join(", "))
         })
         .collect();
     Err(format!(

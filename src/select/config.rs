@@ -9,7 +9,8 @@
 //! nothing else. The settings that ranks must share leave a
 //! [`Fingerprint`], which they compare at MPI_Init.
 
-use super::rules::{self, parse_target, Rules, Target};
+use super::rules::{parse_target, Rules, Target};
+use super::settings::{self, SETTINGS};
 use crate::algos::node::Sizes;
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
@@ -42,15 +43,6 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    const NAMES: [(&'static str, LogLevel); 6] = [
-        ("off", LogLevel::Off),
-        ("error", LogLevel::Error),
-        ("warn", LogLevel::Warn),
-        ("info", LogLevel::Info),
-        ("debug", LogLevel::Debug),
-        ("trace", LogLevel::Trace),
-    ];
-
     pub fn to_filter(self) -> log::LevelFilter {
         match self {
             LogLevel::Off => log::LevelFilter::Off,
@@ -330,10 +322,7 @@ impl Config {
             .iter()
             .zip(above)
             .filter(|(_, above)| *above)
-            .map(|(var, _)| {
-                let i = VARIABLES.iter().position(|v| v == var).expect("a known variable");
-                format!("{var}={}", self.fingerprint.value(i).unwrap_or_default())
-            })
+            .map(|(var, _)| format!("{var}={}", self.fingerprint.value(settings::index(var)).unwrap_or_default()))
             .collect();
         Err(format!(
             "pcoll: {} {} a shared segment of {} for the {ranks} ranks of a node, more than 1/{SEGMENT_SHARE} \
@@ -386,43 +375,6 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Every variable pcoll reads.
-pub const VARIABLES: &[&str] = &[
-    "PCOLL_ENABLE",
-    "PCOLL_ALLREDUCE",
-    "PCOLL_REDUCE",
-    "PCOLL_BCAST",
-    "PCOLL_GATHERV",
-    "PCOLL_GATHERV_MODE",
-    "PCOLL_TUNE",
-    "PCOLL_TUNE_FILE",
-    "PCOLL_LOG",
-    "PCOLL_STATS",
-    "PCOLL_STATS_FILE",
-    "PCOLL_VERIFY",
-    "PCOLL_REPRODUCIBLE",
-    "PCOLL_CALIBRATE",
-    "PCOLL_SHM",
-    "PCOLL_SHM_ZCOPY",
-    "PCOLL_RANKS_PER_NODE",
-    "PCOLL_LEADERS",
-    "PCOLL_SHM_CHUNK",
-    "PCOLL_SHM_SLOTS",
-    "PCOLL_SHM_FRAGMENT",
-    "PCOLL_SHM_SETS",
-    "PCOLL_SHM_TREE",
-    "PCOLL_SHM_TREE_K",
-    "PCOLL_SHM_STREAM",
-    "PCOLL_SHM_STREAM_OUT",
-    "PCOLL_SHM_PREFETCH_OUT",
-    "PCOLL_SHM_GATHERV_COPY_IN",
-    "PCOLL_SHM_BCAST_TIMED",
-    "PCOLL_SHM_ALLREDUCE_CHUNK",
-    "PCOLL_SHM_ADAPT",
-    "PCOLL_SHM_BUDGET",
-    "PCOLL_SETUP_AFTER",
-];
-
 /// `PCOLL_*` names that pcoll's own scripts read (`scripts/bench.sh`: the
 /// library to run under each MPI). Launchers forward them to the ranks,
 /// where they are neither settings nor typos: ignored without a word.
@@ -454,8 +406,8 @@ impl Config {
             if !name.as_bytes().starts_with(b"PCOLL_") {
                 continue;
             }
-            match VARIABLES.iter().find(|v| OsStr::new(v) == name) {
-                Some(&var) => known.push((var, value)),
+            match SETTINGS.iter().find(|s| OsStr::new(s.name) == name) {
+                Some(setting) => known.push((setting.name, value)),
                 None if SCRIPT_VARIABLES.iter().any(|v| OsStr::new(v) == name) => {}
                 None => unknown.push(name.to_string_lossy().into_owned()),
             }
@@ -486,143 +438,17 @@ impl Config {
         Ok(cfg)
     }
 
-    /// Applies one known variable.
+    /// Applies one known variable ([`SETTINGS`]).
     fn set(&mut self, var: &str, value: &str) -> Result<(), ConfigError> {
-        let err = |problem: Option<String>, accepted: String| ConfigError {
+        let setting = settings::find(var).expect("a known variable");
+        let err = |problem: Option<String>| ConfigError {
             var: var.to_string(),
             value: value.to_string(),
             problem,
-            accepted,
+            accepted: setting.accepts.text(),
         };
-        match var {
-            "PCOLL_ENABLE" => self.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_STATS" => self.stats |= parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_STATS_FILE" => {
-                if value.trim().is_empty() {
-                    return Err(err(Some("empty".into()), "a file path".into()));
-                }
-                self.stats_file = Some(value.trim().into());
-                self.stats = true;
-            }
-            "PCOLL_VERIFY" => {
-                self.verify = match value.trim() {
-                    "0" => None,
-                    "1" => Some(VerifyMode::Report),
-                    "abort" => Some(VerifyMode::Abort),
-                    _ => return Err(err(None, "0, 1, abort".into())),
-                }
-            }
-            "PCOLL_REPRODUCIBLE" => self.reproducible = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_CALIBRATE" => self.calibrate = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_SHM" => self.shm.enable = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_SHM_ZCOPY" => self.shm.zcopy = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_RANKS_PER_NODE" => {
-                self.shm.ranks_per_node =
-                    Some(parse_size(value, 1, 1 << 20).ok_or_else(|| err(None, "1..1048576".into()))?)
-            }
-            "PCOLL_LEADERS" => {
-                self.shm.leaders = Some(parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?)
-            }
-            "PCOLL_SHM_CHUNK" => {
-                self.shm.chunk = parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
-            }
-            "PCOLL_SHM_ALLREDUCE_CHUNK" => {
-                self.shm.allreduce_chunk =
-                    parse_size(value, 4096, 64 << 20).ok_or_else(|| err(None, "4K..64M".into()))?
-            }
-            "PCOLL_SHM_ADAPT" => self.shm.adapt = parse_bool(value).ok_or_else(|| err(None, "0, 1".into()))?,
-            "PCOLL_SHM_BUDGET" => {
-                self.shm.budget = Some(parse_size(value, 0, 1 << 40).ok_or_else(|| err(None, "0..1024G".into()))?)
-            }
-            "PCOLL_SETUP_AFTER" => {
-                self.setup_after = parse_size(value, 0, 1 << 20).ok_or_else(|| err(None, "0..1048576".into()))?
-            }
-            "PCOLL_SHM_SLOTS" => {
-                self.shm.slots = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
-            }
-            "PCOLL_SHM_FRAGMENT" => {
-                self.shm.fragment =
-                    parse_size(value, 0, 16 << 20).ok_or_else(|| err(None, "0 (model) or 1..16M".into()))?
-            }
-            "PCOLL_SHM_SETS" => {
-                self.shm.sets = parse_size(value, 1, 4096).ok_or_else(|| err(None, "1..4096".into()))?
-            }
-            "PCOLL_SHM_TREE" => {
-                self.shm.tree = match value.trim() {
-                    "flat" => ShmTree::Flat,
-                    "chain" => ShmTree::Chain,
-                    "kary" => ShmTree::Kary,
-                    "knomial" => ShmTree::Knomial,
-                    _ => return Err(err(None, "flat, chain, kary, knomial".into())),
-                }
-            }
-            "PCOLL_SHM_TREE_K" => {
-                self.shm.tree_k = parse_size(value, 2, 64).ok_or_else(|| err(None, "2..64".into()))?
-            }
-            "PCOLL_SHM_STREAM" => {
-                self.shm.stream_from =
-                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
-            }
-            "PCOLL_SHM_STREAM_OUT" => {
-                self.shm.stream_out_from =
-                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
-            }
-            "PCOLL_SHM_PREFETCH_OUT" => {
-                self.shm.prefetch_out_from =
-                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (never) or 1..1G".into()))?
-            }
-            "PCOLL_SHM_GATHERV_COPY_IN" => {
-                self.shm.gatherv_copy_in_up_to =
-                    parse_size(value, 0, 1 << 30).ok_or_else(|| err(None, "0 (none) or 1..1G".into()))?
-            }
-            "PCOLL_SHM_BCAST_TIMED" => {
-                self.shm.bcast_timed_from = parse_size(value, 1, 1 << 30).ok_or_else(|| err(None, "1..1G".into()))?
-            }
-            "PCOLL_GATHERV_MODE" => {
-                self.gatherv_mode = match value.trim() {
-                    "conservative" => GathervMode::Conservative,
-                    "aggressive" => GathervMode::Aggressive,
-                    _ => return Err(err(None, "conservative, aggressive".into())),
-                }
-            }
-            "PCOLL_TUNE" => {
-                self.tune = Some(
-                    Rules::parse(value, "PCOLL_TUNE")
-                        .map_err(|e| err(Some(e.to_string()), "rules, see docs/configuration.md".into()))?,
-                )
-            }
-            "PCOLL_TUNE_FILE" => {
-                let text = std::fs::read_to_string(value.trim())
-                    .map_err(|e| err(Some(format!("cannot read it: {e}")), "a readable rules file".into()))?;
-                self.tune_file = Some(
-                    Rules::parse(&text, value.trim())
-                        .map_err(|e| err(Some(e.to_string()), "rules, see docs/configuration.md".into()))?,
-                )
-            }
-            "PCOLL_LOG" => {
-                self.log = LogLevel::NAMES
-                    .iter()
-                    .find(|(name, _)| name.eq_ignore_ascii_case(value.trim()))
-                    .map(|&(_, level)| level)
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = LogLevel::NAMES.iter().map(|(n, _)| *n).collect();
-                        err(None, names.join(", "))
-                    })?
-            }
-            _ => match Coll::ALL.into_iter().find(|c| c.env_var() == var) {
-                Some(coll) => {
-                    self.choices[coll.index()] =
-                        parse_choice(coll, value).map_err(|problem| err(problem, accepted_choices(coll)))?
-                }
-                None => {
-                    return Err(err(
-                        Some("pcoll has no such variable".into()),
-                        format!("variables {}", VARIABLES.join(", ")),
-                    ))
-                }
-            },
-        }
-        Ok(())
+        let parsed = setting.accepts.parse(value).ok_or_else(|| err(None))?;
+        (setting.set)(self, parsed).map_err(|problem| err(Some(problem).filter(|p| !p.is_empty())))
     }
 }
 
@@ -633,7 +459,7 @@ impl Config {
 pub fn unknown_variable(name: &str) -> String {
     let upper = name.to_ascii_uppercase();
     let suffix = upper.len().saturating_sub("PCOLL_".len());
-    let nearest = VARIABLES.iter().map(|v| (edit_distance(&upper, v), v)).min_by_key(|&(d, _)| d);
+    let nearest = SETTINGS.iter().map(|s| (edit_distance(&upper, s.name), s.name)).min_by_key(|&(d, _)| d);
     match nearest {
         Some((d, var)) if 3 * d <= suffix.max(3) => {
             format!("{name} is not a pcoll variable and is ignored; did you mean {var}?")
@@ -664,7 +490,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The settings that ranks must share, as ranks compare them at MPI_Init:
-/// per variable of [`VARIABLES`], a digest of the effect its value has on
+/// per variable of [`SETTINGS`], a digest of the effect its value has on
 /// the configuration (0 where it has none: unset, or the default's value
 /// in whatever spelling; also for PCOLL_LOG, which only concerns this
 /// rank's output), and the value as given, for the message if ranks
@@ -677,7 +503,7 @@ pub struct Fingerprint {
 
 impl Default for Fingerprint {
     fn default() -> Fingerprint {
-        Fingerprint { digests: vec![0; VARIABLES.len()], values: vec![None; VARIABLES.len()] }
+        Fingerprint { digests: vec![0; SETTINGS.len()], values: vec![None; SETTINGS.len()] }
     }
 }
 
@@ -689,12 +515,12 @@ impl fmt::Debug for Fingerprint {
 
 impl Fingerprint {
     fn record(&mut self, var: &str, value: &str, digest: u64) {
-        let i = VARIABLES.iter().position(|v| *v == var).expect("a known variable");
+        let i = settings::index(var);
         // never 0, which stands for "no effect"
         (self.digests[i], self.values[i]) = (digest | 1, Some(value.to_string()));
     }
 
-    /// One digest per variable of [`VARIABLES`], in its order.
+    /// One digest per variable of [`SETTINGS`], in its order.
     pub fn digests(&self) -> &[u64] {
         &self.digests
     }
@@ -706,30 +532,17 @@ impl Fingerprint {
     }
 
     /// The value this rank was given for variable `index` of
-    /// [`VARIABLES`], if it has an effect.
+    /// [`SETTINGS`], if it has an effect.
     pub fn value(&self, index: usize) -> Option<&str> {
         self.values[index].as_deref()
     }
 
-    /// The variables (indices into [`VARIABLES`]) whose digests differ
+    /// The variables (indices into [`SETTINGS`]) whose digests differ
     /// among `all`, every rank's [`Fingerprint::digests`] one after the
     /// other.
     pub fn differing(all: &[u64]) -> Vec<usize> {
-        let ranks: Vec<&[u64]> = all.chunks_exact(VARIABLES.len()).collect();
-        (0..VARIABLES.len()).filter(|&i| ranks.iter().any(|r| r[i] != ranks[0][i])).collect()
-    }
-}
-
-/// A whole number (with an optional K, M or G) within `min..=max`.
-fn parse_size(value: &str, min: usize, max: usize) -> Option<usize> {
-    rules::number(value.trim()).filter(|n| (min..=max).contains(n))
-}
-
-fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim() {
-        "1" => Some(true),
-        "0" => Some(false),
-        _ => None,
+        let ranks: Vec<&[u64]> = all.chunks_exact(SETTINGS.len()).collect();
+        (0..SETTINGS.len()).filter(|&i| ranks.iter().any(|r| r[i] != ranks[0][i])).collect()
     }
 }
 
@@ -1115,8 +928,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let values = effective_values(&dir);
         let default = parse(&[]).unwrap().fingerprint;
-        assert_eq!(default.digests(), vec![0; VARIABLES.len()]);
-        for var in VARIABLES {
+        assert_eq!(default.digests(), vec![0; SETTINGS.len()]);
+        for var in SETTINGS.iter().map(|s| &s.name) {
             let setting = values.iter().find(|(v, _)| v == var);
             let Some((_, value)) = setting else {
                 assert_eq!(*var, "PCOLL_LOG", "every variable but PCOLL_LOG has a value above");
@@ -1125,7 +938,7 @@ mod tests {
             let fp = parse(&[(var, value)]).unwrap().fingerprint;
             assert_ne!(fp.hash(), default.hash(), "{var}={value}");
             let both: Vec<u64> = [default.digests(), fp.digests()].concat();
-            let i = VARIABLES.iter().position(|v| v == var).unwrap();
+            let i = settings::index(var);
             assert_eq!(Fingerprint::differing(&both), [i], "{var}={value}");
             assert_eq!((fp.value(i), default.value(i)), (Some(value.as_str()), None));
         }
@@ -1143,7 +956,7 @@ mod tests {
         // values that differ between set ones
         let a = parse(&[("PCOLL_SHM_CHUNK", "128K"), ("PCOLL_SHM", "0")]).unwrap().fingerprint;
         let b = parse(&[("PCOLL_SHM_CHUNK", "256K"), ("PCOLL_SHM", "0")]).unwrap().fingerprint;
-        let chunk = VARIABLES.iter().position(|v| *v == "PCOLL_SHM_CHUNK").unwrap();
+        let chunk = settings::index("PCOLL_SHM_CHUNK");
         assert_eq!(Fingerprint::differing(&[a.digests(), a.digests(), b.digests()].concat()), [chunk]);
     }
 }

@@ -16,6 +16,7 @@ pub mod config;
 pub mod defaults;
 pub mod multinode;
 pub mod rules;
+pub mod settings;
 pub mod wire;
 
 use crate::algos::{self, Algorithm, Params};
