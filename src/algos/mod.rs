@@ -136,6 +136,8 @@ pub struct Algorithm {
     /// the vector's length, so canonical algorithms give bitwise the same
     /// result (PCOLL_REPRODUCIBLE runs only these).
     pub canonical: bool,
+    /// The seed paper it comes from ("000".."004"), if any.
+    pub seed: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Algorithm {
@@ -152,47 +154,34 @@ impl Algorithm {
         offset / std::mem::size_of::<Algorithm>()
     }
 
-    /// A schedule algorithm without parameters that accepts every call.
-    pub const fn new(coll: Coll, name: &'static str, summary: &'static str, build: BuildFn) -> Algorithm {
-        Algorithm {
-            coll,
-            name,
-            summary,
-            params: &[],
-            check: any_call,
-            imp: Impl::Schedule(build),
-            layout_everywhere: false,
-            canonical: false,
-        }
-    }
-
-    /// A node algorithm; it runs where its check (at least "one node with
-    /// a segment") accepts the call.
-    pub const fn node(coll: Coll, name: &'static str, summary: &'static str, run: NodeFn, check: CheckFn) -> Algorithm {
+    const fn base(coll: Coll, name: &'static str, summary: &'static str, imp: Impl, check: CheckFn) -> Algorithm {
         Algorithm {
             coll,
             name,
             summary,
             params: &[],
             check,
-            imp: Impl::Node(run),
+            imp,
             layout_everywhere: false,
             canonical: false,
+            seed: None,
         }
+    }
+
+    /// A schedule algorithm without parameters that accepts every call.
+    pub const fn new(coll: Coll, name: &'static str, summary: &'static str, build: BuildFn) -> Algorithm {
+        Algorithm::base(coll, name, summary, Impl::Schedule(build), any_call)
+    }
+
+    /// A node algorithm; it runs where its check (at least "one node with
+    /// a segment") accepts the call.
+    pub const fn node(coll: Coll, name: &'static str, summary: &'static str, run: NodeFn, check: CheckFn) -> Algorithm {
+        Algorithm::base(coll, name, summary, Impl::Node(run), check)
     }
 
     /// A node-aware composition.
     pub const fn hier(coll: Coll, name: &'static str, summary: &'static str, run: HierFn) -> Algorithm {
-        Algorithm {
-            coll,
-            name,
-            summary,
-            params: &[],
-            check: multinode::check,
-            imp: Impl::Hier(run),
-            layout_everywhere: false,
-            canonical: false,
-        }
+        Algorithm::base(coll, name, summary, Impl::Hier(run), multinode::check)
     }
 
     /// The schedule builder, for schedule algorithms.
@@ -216,6 +205,12 @@ impl Algorithm {
 
     pub const fn with_layout_everywhere(mut self) -> Algorithm {
         self.layout_everywhere = true;
+        self
+    }
+
+    /// Names the seed paper the algorithm comes from.
+    pub const fn from_seed(mut self, seed: &'static str) -> Algorithm {
+        self.seed = Some(seed);
         self
     }
 
@@ -255,9 +250,10 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::new(
         Coll::Allreduce,
         "rabenseifner",
-        "recursive halving + doubling; extra ranks by half-vector exchanges (seed 004)",
+        "recursive halving + doubling; extra ranks by half-vector exchanges",
         rabenseifner::allreduce,
-    ),
+    )
+    .from_seed("004"),
     Algorithm::new(
         Coll::Allreduce,
         "rabenseifner_fold",
@@ -274,16 +270,18 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::new(
         Coll::Allreduce,
         "knomial",
-        "k-nomial tree reduce, then broadcast down the same tree (seed 000)",
+        "k-nomial tree reduce, then broadcast down the same tree",
         reduce_tree::knomial_allreduce,
     )
+    .from_seed("000")
     .with_params(TREE_K),
     Algorithm::new(
         Coll::Allreduce,
         "kary",
-        "k-ary tree reduce, then broadcast down the same tree (seed 000)",
+        "k-ary tree reduce, then broadcast down the same tree",
         reduce_tree::kary_allreduce,
     )
+    .from_seed("000")
     .with_params(TREE_K),
     Algorithm::new(
         Coll::Allreduce,
@@ -303,23 +301,26 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::new(
         Coll::Reduce,
         "knomial",
-        "k-nomial tree, each rank fires when its children are in (seed 000)",
+        "k-nomial tree, each rank fires when its children are in",
         reduce_tree::knomial_reduce,
     )
+    .from_seed("000")
     .with_params(TREE_K),
     Algorithm::new(
         Coll::Reduce,
         "kary",
-        "k-ary tree, each rank fires when its children are in (seed 000)",
+        "k-ary tree, each rank fires when its children are in",
         reduce_tree::kary_reduce,
     )
+    .from_seed("000")
     .with_params(TREE_K),
     Algorithm::new(
         Coll::Reduce,
         "rabenseifner",
-        "recursive halving + binomial gather; extra ranks by half-vector exchanges (seed 004)",
+        "recursive halving + binomial gather; extra ranks by half-vector exchanges",
         rabenseifner::reduce,
-    ),
+    )
+    .from_seed("004"),
     Algorithm::new(
         Coll::Reduce,
         "rabenseifner_fold",
@@ -371,6 +372,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "binomial tree, exact temporary buffers, message chains at the root (needs the layout everywhere)",
         gatherv_binomial::build,
     )
+    .from_seed("001")
     .with_layout_everywhere(),
     Algorithm::node(
         Coll::Allreduce,
@@ -383,10 +385,11 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Allreduce,
         "shm_partition",
-        "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
+        "one node: each rank combines 1/p of the vectors in shared memory",
         node::reduce_partition::run_partition,
         node::on_one_node,
     )
+    .from_seed("003")
     .canonical(),
     Algorithm::node(
         Coll::Allreduce,
@@ -407,10 +410,11 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Reduce,
         "shm_partition",
-        "one node: each rank combines 1/p of the vectors in shared memory (seed 003)",
+        "one node: each rank combines 1/p of the vectors in shared memory",
         node::reduce_partition::run_partition,
         node::on_one_node,
     )
+    .from_seed("003")
     .canonical(),
     Algorithm::node(
         Coll::Reduce,
@@ -430,10 +434,11 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Bcast,
         "shm_queue",
-        "one node: seed 002's queue of fragments, sets and notification tree (PCOLL_SHM_*)",
+        "one node: a queue of fragments, sets and notification tree (PCOLL_SHM_*)",
         node::bcast_queue::run_queue,
         node::on_one_node,
-    ),
+    )
+    .from_seed("002"),
     Algorithm::node(
         Coll::Bcast,
         "shm_zcopy",
@@ -478,17 +483,19 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::hier(
         Coll::Allreduce,
         "dpml",
-        "several nodes: l leaders per node, each reducing 1/l of the vector and allreducing it between nodes (seed 003)",
+        "several nodes: l leaders per node, each reducing 1/l of the vector and allreducing it between nodes",
         multinode::allreduce_dpml::run,
     )
+    .from_seed("003")
     .with_params(multinode::allreduce_dpml::PARAMS),
     Algorithm::hier(
         Coll::Allreduce,
         "salar",
         "several nodes: chunks pipelined through node reduction, one-sided exchange between leaders, node broadcast; \
-         adaptive chunk size (seed 003)",
+         adaptive chunk size",
         multinode::allreduce_salar::run,
     )
+    .from_seed("003")
     .with_params(multinode::allreduce_salar::PARAMS),
     Algorithm::hier(
         Coll::Reduce,
@@ -496,7 +503,12 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "several nodes: reduce in each node, then between the nodes to the root",
         multinode::reduce_hier::run,
     ),
-    Algorithm::hier(Coll::Bcast, "hier", "several nodes: broadcast between nodes, then in each node", multinode::bcast_hier::run),
+    Algorithm::hier(
+        Coll::Bcast,
+        "hier",
+        "several nodes: broadcast between nodes, then in each node",
+        multinode::bcast_hier::run,
+    ),
     Algorithm::hier(
         Coll::Gatherv,
         "hier",
