@@ -25,6 +25,8 @@ pub mod algos;
 pub mod core;
 pub mod driver;
 pub mod exec;
+#[cfg(feature = "tool")]
+pub mod reference;
 pub mod select;
 pub mod shm;
 #[cfg(feature = "tool")]

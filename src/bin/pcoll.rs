@@ -4,7 +4,11 @@
 //! `<collective> <forcing value> <scope>` (the forcing value is what
 //! PCOLL_<COLL> accepts; the scope is `p2p`, `node` or `multi-node`, the
 //! communicators it runs on); the test runner forces each in turn from this
-//! list. `-v` adds a description and the parameters.
+//! list. `-v` adds a description and the parameters; `--markdown` prints
+//! docs/algorithms.md.
+//!
+//! `pcoll config --markdown`: the reference of every PCOLL_* setting,
+//! docs/configuration.md.
 //!
 //! `pcoll model [options]`: predicted times of every algorithm from the
 //! cost model, which prices the algorithms' own schedules (see
@@ -106,6 +110,12 @@ fn model(args: &[String]) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("algorithms") if args.get(1).is_some_and(|a| a == "--markdown") => {
+            print!("{}", pcoll::reference::algorithms_page())
+        }
+        Some("config") if args.get(1).is_some_and(|a| a == "--markdown") => {
+            print!("{}", pcoll::reference::configuration_page())
+        }
         Some("algorithms") => {
             let verbose = args.get(1).is_some_and(|a| a == "-v");
             for algo in ALGORITHMS {
@@ -119,7 +129,8 @@ fn main() {
                     .iter()
                     .map(|p| format!("{}={}..{} (default {}: {})", p.name, p.min, p.max, p.default, p.help))
                     .collect();
-                println!("{} {} {scope}\t{}", algo.coll, algo.name, algo.summary);
+                let seed = algo.seed.map_or(String::new(), |seed| format!(" (seed {seed})"));
+                println!("{} {} {scope}\t{}{seed}", algo.coll, algo.name, algo.summary);
                 for p in params {
                     println!("\t\t{p}");
                 }
@@ -133,7 +144,10 @@ fn main() {
             }
         }
         _ => {
-            eprintln!("usage: pcoll algorithms [-v] | pcoll model [--help] | pcoll tune [--help] | pcoll --version");
+            eprintln!(
+                "usage: pcoll algorithms [-v | --markdown] | pcoll config --markdown | pcoll model [--help] | \
+                 pcoll tune [--help] | pcoll --version"
+            );
             std::process::exit(2);
         }
     }
