@@ -36,6 +36,9 @@ families=(mpich openmpi)
 [ "$which" = all ] || families=("$which")
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
 docs=(README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE)
+# The pages of docs/ and their pictures (not docs/templates/, the sources
+# `pcoll config|algorithms --markdown` fill in).
+doc_pages() { (cd "$root" && ls docs/*.md docs/img/*); }
 
 # The files of one family, relative to the prefix.
 family_files() { echo "lib/libpcoll-$1.so.0 lib/libpcoll-$1.so lib/pkgconfig/pcoll-$1.pc"; }
@@ -43,7 +46,7 @@ family_files() { echo "lib/libpcoll-$1.so.0 lib/libpcoll-$1.so lib/pkgconfig/pco
 shared_files() {
   printf "%s\n" include/pcoll.h bin/pcoll
   for d in "${docs[@]}"; do echo "share/doc/pcoll/$d"; done
-  (cd "$root" && find docs -type f -name '*.md' | sed 's|^|share/doc/pcoll/|')
+  doc_pages | sed 's|^|share/doc/pcoll/|'
 }
 # Whether a family other than those being removed stays installed.
 others_installed() {
@@ -60,7 +63,7 @@ if [ "$uninstall" = 1 ]; then
   others_installed || mapfile -t -O "${#files[@]}" files < <(shared_files)
   for f in "${files[@]}"; do rm -f "$prefix/$f"; done
   # the directories install.sh makes, deepest first, where now empty
-  for d in share/doc/pcoll/docs share/doc/pcoll share/doc share lib/pkgconfig lib include bin; do
+  for d in share/doc/pcoll/docs/img share/doc/pcoll/docs share/doc/pcoll share/doc share lib/pkgconfig lib include bin; do
     rmdir "$prefix/$d" 2>/dev/null || true
   done
   echo "install.sh: removed pcoll (${families[*]}) from $prefix"
@@ -92,7 +95,7 @@ tool=$(bash "$root/scripts/build.sh" tool | tail -1)
 install -D -m 0755 "$tool" "$prefix/bin/pcoll"
 install -D -m 0644 "$root/include/pcoll.h" "$prefix/include/pcoll.h"
 for d in "${docs[@]}"; do install -D -m 0644 "$root/$d" "$prefix/share/doc/pcoll/$d"; done
-(cd "$root" && find docs -type f -name '*.md') | while read -r d; do
+doc_pages | while read -r d; do
   install -D -m 0644 "$root/$d" "$prefix/share/doc/pcoll/$d"
 done
 echo "install.sh: installed pcoll $version (${families[*]}) in $prefix"
