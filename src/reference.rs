@@ -3,7 +3,9 @@
 //! docs/algorithms.md from [`ALGORITHMS`] and the built-in rules. The
 //! prose around the tables lives in docs/templates/; `pcoll config
 //! --markdown` and `pcoll algorithms --markdown` print the pages, and a
-//! test fails when the files in docs/ differ from them.
+//! test fails when the files in docs/ differ from them, or when README.md
+//! does not hold the table of the common settings (`pcoll config
+//! --readme-table`).
 
 use crate::algos::{self, Algorithm};
 use crate::core::types::Coll;
@@ -16,7 +18,21 @@ const ALGORITHMS_PAGE: &str = include_str!("../docs/templates/algorithms.md");
 
 /// docs/configuration.md.
 pub fn configuration_page() -> String {
-    fill(CONFIGURATION, "<!-- the settings table: src/select/settings.rs -->", &settings::markdown_table())
+    fill(CONFIGURATION, "<!-- the settings table: src/select/settings.rs -->", &settings::markdown_table(None))
+}
+
+/// README.md's table of the settings most users need
+/// ([`settings::COMMON`]), its links pointing into docs/.
+pub fn readme_table() -> String {
+    let table = settings::markdown_table(Some(settings::COMMON)).replace("](#", "](docs/configuration.md#");
+    let mut parts = table.split("](");
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for part in parts {
+        let within_docs = part.starts_with("docs/") || part.starts_with("http");
+        out += if within_docs { "](" } else { "](docs/" };
+        out += part;
+    }
+    out
 }
 
 /// docs/algorithms.md.
@@ -110,6 +126,16 @@ mod tests {
         let file = include_str!("../docs/configuration.md");
         assert!(file == configuration_page(), "{}", out_of_date("configuration.md", "config --markdown"));
         assert!(settings::SETTINGS.iter().all(|s| file.contains(&format!("| `{}` |", s.name))));
+    }
+
+    #[test]
+    fn the_readme_lists_the_common_settings_as_the_reference_does() {
+        let table = readme_table();
+        assert!(
+            include_str!("../README.md").contains(&table),
+            "README.md's table of variables is out of date: replace it with the output of `pcoll config \\
+             --readme-table`:\n{table}"
+        );
     }
 
     #[test]

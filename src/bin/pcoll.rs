@@ -8,7 +8,8 @@
 //! docs/algorithms.md.
 //!
 //! `pcoll config --markdown`: the reference of every PCOLL_* setting,
-//! docs/configuration.md.
+//! docs/configuration.md; `--readme-table`: README.md's table of the
+//! settings most users need.
 //!
 //! `pcoll model [options]`: predicted times of every algorithm from the
 //! cost model, which prices the algorithms' own schedules (see
@@ -116,6 +117,9 @@ fn main() {
         Some("config") if args.get(1).is_some_and(|a| a == "--markdown") => {
             print!("{}", pcoll::reference::configuration_page())
         }
+        Some("config") if args.get(1).is_some_and(|a| a == "--readme-table") => {
+            print!("{}", pcoll::reference::readme_table())
+        }
         Some("algorithms") => {
             let verbose = args.get(1).is_some_and(|a| a == "-v");
             for algo in ALGORITHMS {
@@ -145,7 +149,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: pcoll algorithms [-v | --markdown] | pcoll config --markdown | pcoll model [--help] | \
+                "usage: pcoll algorithms [-v | --markdown] | pcoll config --markdown|--readme-table | pcoll model [--help] | \
                  pcoll tune [--help] | pcoll --version"
             );
             std::process::exit(2);

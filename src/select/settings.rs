@@ -375,7 +375,7 @@ pub static SETTINGS: &[Setting] = &[
         },
         doc: "bytes of `/dev/shm` one process may reserve for its parts of segments (live communicators' and \
               kept ones'); beyond it, new communicators run without the node layer \
-              ([Communicators](node-layer.md#communicators-set-up-and-memory))",
+              ([Budget](node-layer.md#budget))",
     },
     Setting {
         name: "PCOLL_RANKS_PER_NODE",
@@ -567,11 +567,29 @@ pub fn index(name: &str) -> usize {
     SETTINGS.iter().position(|s| s.name == name).expect("a known setting")
 }
 
-/// The reference table of every setting, in Markdown.
-pub fn markdown_table() -> String {
+/// The settings most users need: README.md's table.
+pub const COMMON: &[&str] = &[
+    "PCOLL_ENABLE",
+    "PCOLL_ALLREDUCE",
+    "PCOLL_REDUCE",
+    "PCOLL_BCAST",
+    "PCOLL_GATHERV",
+    "PCOLL_TUNE_FILE",
+    "PCOLL_LOG",
+    "PCOLL_STATS",
+    "PCOLL_STATS_FILE",
+    "PCOLL_VERIFY",
+    "PCOLL_REPRODUCIBLE",
+    "PCOLL_SHM_ZCOPY",
+    "PCOLL_SHM_BUDGET",
+];
+
+/// The reference table of the settings `names` (all if `None`), in
+/// Markdown.
+pub fn markdown_table(names: Option<&[&str]>) -> String {
     let default = Config::default();
     let mut out = String::from("| variable | default | accepted values | meaning |\n|---|---|---|---|\n");
-    for s in SETTINGS {
+    for s in SETTINGS.iter().filter(|s| names.is_none_or(|names| names.contains(&s.name))) {
         let shown = (s.show)(&default);
         let shown = if shown.contains('`') || shown.contains(' ') { shown } else { format!("`{shown}`") };
         out += &format!("| `{}` | {shown} | {} | {} |\n", s.name, s.accepts.markdown(), s.doc);
@@ -606,5 +624,6 @@ mod tests {
             }
         }
         assert_eq!(SETUP_AFTER.to_string(), (find("PCOLL_SETUP_AFTER").unwrap().show)(&default));
+        assert!(COMMON.iter().all(|name| find(name).is_some()));
     }
 }
