@@ -106,7 +106,10 @@ pub struct Control {
     /// words) of each parity, in `ready`'s line: a reader that waited for
     /// `ready` has it with the same miss.
     pub heads: [AtomicU64; 2],
-    _pad: [u64; 4],
+    /// The call each of `heads` was written in, whole: a head carries only
+    /// the low bits of its call's number, which repeat every 2^20 calls.
+    pub head_calls: [AtomicU64; 2],
+    _pad: [u64; 2],
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],

@@ -75,7 +75,11 @@ pub struct TeamState<M = ()> {
 
 /// What a rank's call is, as its peers check before they use its data:
 /// the call's number (low 20 bits), the algorithm (its index in the
-/// registry, low 8 bits) and the rank's bytes (36 bits, saturated).
+/// registry, low 8 bits) and the rank's bytes (36 bits, saturated). Those
+/// low bits repeat every 2^20 calls: where a head lies tells its whole
+/// call (a slot's step, an area's call word), which a reader checks
+/// first, so a place not written for a million calls, or never, is not
+/// taken for this call's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Head(pub u64);
 
@@ -85,12 +89,6 @@ impl Head {
     pub fn new(call: u64, algorithm: usize, bytes: usize) -> Head {
         let bytes = (bytes as u64).min(Head::BYTES);
         Head((call & 0xf_ffff) << 44 | (algorithm as u64 & 0xff) << 36 | bytes)
-    }
-
-    /// Whether this head was written for call `call` (an older one is a
-    /// stale value: the peer wrote nothing here in this call).
-    pub fn is_of_call(self, call: u64) -> bool {
-        self.0 >> 44 == call & 0xf_ffff
     }
 
     /// The writer's algorithm (its registry index, modulo 256).
@@ -323,13 +321,7 @@ impl<M> Team<'_, M> {
     /// blocks it expects that large). Such a writer puts its head there
     /// (`writable`) before it waits.
     pub fn wait_data_expecting(&self, r: usize, s: u64, len: usize, expect: Expect) -> Result<&[u8], Mismatch> {
-        let head = &self.seg.control(r).heads[place(s) % 2];
-        let call = self.state.call;
-        // Relaxed: compared only, never a licence to read `r`'s data.
-        let other = || {
-            let h = Head(head.load(Relaxed));
-            h.is_of_call(call) && expect.0.is_some_and(|bytes| !h.has_bytes(bytes))
-        };
+        let other = || self.area_head(r, s).is_some_and(|h| expect.0.is_some_and(|bytes| !h.has_bytes(bytes)));
         self.wait_data_or(r, s, len, other)
     }
 
@@ -385,7 +377,7 @@ impl<M> Team<'_, M> {
             Via::Slot => self.slot_head(r, s),
             Via::Area => self.area_head(r, s),
         };
-        let head = Some(head).filter(|h| h.is_of_call(self.state.call)).or_else(|| self.head_of(r, s));
+        let head = head.or_else(|| self.head_of(r, s));
         match head {
             Some(h) if h.same_call(self.state.head) && expect.0.is_none_or(|bytes| h.has_bytes(bytes)) => Ok(()),
             _ => Err(Mismatch::new(r, head.or_else(|| self.any_head(r, s)), expect.0)),
@@ -394,20 +386,34 @@ impl<M> Team<'_, M> {
 
     /// Rank `r`'s head of this call for step `s`, wherever it wrote one.
     fn head_of(&self, r: usize, s: u64) -> Option<Head> {
-        let call = self.state.call;
-        [self.area_head(r, s), self.slot_head(r, s)].into_iter().find(|h| h.is_of_call(call))
+        self.area_head(r, s).or_else(|| self.slot_head(r, s))
     }
 
-    /// The head in rank `r`'s slot of step `s` (after acquiring its step).
-    fn slot_head(&self, r: usize, s: u64) -> Head {
-        // Relaxed: ordered by the acquire of the slot's step (or ready).
-        Head(self.seg.slot(r, s, 0).head.load(Relaxed))
+    /// The head in rank `r`'s slot of step `s`, if written in this call
+    /// (the slot's step, whole, says which).
+    fn slot_head(&self, r: usize, s: u64) -> Option<Head> {
+        let line = self.seg.slot(r, s, 0);
+        // Acquire: pairs with the writer's release of the line's step, so
+        // the head is the one written with it (or a later one).
+        let of_call = line.step.load(Acquire) >> CALL_SHIFT == self.state.call;
+        // Relaxed: ordered by the acquire above.
+        of_call.then(|| Head(line.head.load(Relaxed)))
     }
 
-    /// The head with rank `r`'s area of step `s` (after acquiring `ready`).
-    fn area_head(&self, r: usize, s: u64) -> Head {
-        // Relaxed: ordered by the acquire of `ready`.
-        Head(self.seg.control(r).heads[place(s) % 2].load(Relaxed))
+    /// The head with rank `r`'s area of step `s`, if written in this call.
+    fn area_head(&self, r: usize, s: u64) -> Option<Head> {
+        self.parity_head(r, place(s) % 2)
+    }
+
+    /// The head with rank `r`'s area of parity `parity`, if written in
+    /// this call (its call word, whole, says which).
+    fn parity_head(&self, r: usize, parity: usize) -> Option<Head> {
+        let control = self.seg.control(r);
+        // Acquire: pairs with show_head's release, so the head is the one
+        // written for that call.
+        let of_call = control.head_calls[parity].load(Acquire) == self.state.call;
+        // Relaxed: ordered by the acquire above.
+        of_call.then(|| Head(control.heads[parity].load(Relaxed)))
     }
 
     /// The mismatch of a peer that did not write what this rank waits for.
@@ -419,12 +425,7 @@ impl<M> Team<'_, M> {
     /// step `s`'s slot): what a mismatch reports of a peer that stopped
     /// before step `s`. Never a proof that `r`'s data of `s` is there.
     fn any_head(&self, r: usize, s: u64) -> Option<Head> {
-        let heads = &self.seg.control(r).heads;
-        // Relaxed: only read to describe the peer, not to use its data.
-        [heads[0].load(Relaxed), heads[1].load(Relaxed), self.slot_head(r, s).0]
-            .into_iter()
-            .map(Head)
-            .find(|h| h.is_of_call(self.state.call))
+        self.parity_head(r, 0).or_else(|| self.parity_head(r, 1)).or_else(|| self.slot_head(r, s))
     }
 
     /// Writes a message [`in_lines`] to the lines of the step's slot,
@@ -537,9 +538,12 @@ impl<M> Team<'_, M> {
     /// before the step is published: for a rank about to wait on a peer
     /// that may be waiting on it ([`Team::wait_data_expecting`]).
     pub fn show_head(&self, s: u64) {
-        // Relaxed: read only to tell a mismatch, or ordered by the release
-        // of the following publish.
-        self.seg.control(self.rank).heads[place(s) % 2].store(self.state.head.0, Relaxed);
+        let control = self.seg.control(self.rank);
+        let parity = place(s) % 2;
+        // Relaxed: ordered by the release below (and that of the publish).
+        control.heads[parity].store(self.state.head.0, Relaxed);
+        // Release: the head before its call, for parity_head's acquire.
+        control.head_calls[parity].store(self.state.call, Release);
     }
 
     /// Waits until every rank is done with step `need`.

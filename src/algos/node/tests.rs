@@ -654,6 +654,61 @@ fn gathers_put_every_block_in_place_across_many_calls() {
     }
 }
 
+/// Calls far apart on one communicator: a head tells its call by the low
+/// bits of the call's number, which repeat every 2^20 calls, and a place a
+/// rank has not written since (a chunk area after small messages, or one
+/// never written) must not pass for this call's. Each round makes the
+/// next call's number repeat an earlier one's low bits (after a call that
+/// wrote the areas) or end in zeros (those of a place never written), and
+/// the small and large gathers and broadcasts that follow are exact.
+#[test]
+fn calls_whose_numbers_repeat_low_bits_are_exact() {
+    use super::gatherv_shm::{self as gatherv, Gather};
+    use crate::core::gen::random_layout;
+    const HEAD_CALLS: u64 = 1 << 20;
+    for p in [2, 3] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            for round in 0..6u64 {
+                // Rounds 0, 2, 4: the next call's number is a multiple of
+                // 2^20; 1, 3, 5: it repeats the last call's low bits.
+                team.state.call = if round % 2 == 0 {
+                    (team.state.call / HEAD_CALLS + 1) * HEAD_CALLS - 1
+                } else {
+                    team.state.call + HEAD_CALLS - 1
+                };
+                for (call, block) in [8usize, 20000, 3, 40, 250, 8].into_iter().enumerate() {
+                    let root = (call + round as usize) % p;
+                    let layout = random_layout(p, block, round * 10 + call as u64);
+                    let byte = |r: usize, i: usize| (r * 31 + i * 7 + call) as u8;
+                    let (_, len) = layout.blocks[rank];
+                    let mine: Vec<u8> = (0..len).map(|i| byte(rank, i)).collect();
+                    let extent = layout.blocks.iter().map(|&(o, l)| o + l).max().unwrap_or(0);
+                    let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
+                    let none = Default::default();
+                    let mut g = Gather {
+                        send: &mine,
+                        recv: &mut recv,
+                        layout: if rank == root { &layout } else { &none },
+                        root,
+                        in_place: false,
+                    };
+                    node_call(team, len, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+                    if rank == root {
+                        for (r, &(o, l)) in layout.blocks.iter().enumerate() {
+                            let want: Vec<u8> = (0..l).map(|i| byte(r, i)).collect();
+                            assert_eq!(recv[o..o + l], want[..], "p={p} round={round} call={call} block of {r}");
+                        }
+                    }
+                    let want: Vec<u8> = (0..block).map(|i| (i * 3 + call) as u8).collect();
+                    let mut data = if rank == root { want.clone() } else { vec![0; block] };
+                    node_call(team, block, |team| super::bcast_pipeline::pipeline(team, &mut data, root));
+                    assert_eq!(data, want, "p={p} round={round} call={call}: Bcast");
+                }
+            }
+        });
+    }
+}
+
 /// Gatherv to several roots, each call's blocks in one size class (small
 /// ones through the owners' areas, or direct ones), long enough for each
 /// root's warm-up, both trial calls and exploring ones in both classes,
