@@ -89,6 +89,7 @@ struct opts {
     size_t llc_bytes;      /* 0 = detect */
     int no_memcpy;
     int sync;              /* SYNC_* */
+    int mode;              /* MODE_*: how calls are timed */
     char *cand[MAX_CAND];  /* --candidates: pcoll choices timed against stock */
     int ncand;
 };
@@ -104,6 +105,20 @@ static MPI_Comm world;
 /* ------------------------------------------------------ starting together */
 
 enum { SYNC_AUTO, SYNC_WINDOW, SYNC_BARRIER };
+
+/* How calls are timed (--mode), the ways users time collectives:
+ *   sync: every call starts on all ranks at once on buffers rotated through
+ *     arenas larger than the cache (cold), root 0; the slowest rank's time;
+ *   osu: calls separated by a barrier, the same (hot) buffers every call,
+ *     root 0; each rank's time, averaged over the ranks (as OSU's
+ *     osu_reduce & co. report it);
+ *   b2b: blocks of B2B_CALLS calls back to back, the root rotating from
+ *     call to call, the same (hot) buffers; the block starts on all ranks
+ *     at once, its time per call on the slowest rank (as IMB-MPI1 loops);
+ *   b2b-cold: b2b on buffers rotated as in sync (IMB's off-cache mode). */
+enum { MODE_SYNC, MODE_OSU, MODE_B2B, MODE_B2B_COLD, NMODE };
+static const char *const mode_name[NMODE] = {"sync", "osu", "b2b", "b2b-cold"};
+#define B2B_CALLS 32
 static int sync_window; /* the window method is in use (see the method above) */
 /* How far past the last rank's arrival a window starts: more than the
  * agreement on the instant takes to release every rank. */
@@ -197,6 +212,7 @@ static void usage(void)
         "  --no-memcpy       skip the memcpy reference column\n"
         "  --sync window|barrier  how timed calls start on all ranks (default: window when\n"
         "                    all ranks share one node and have a core each, else barrier)\n"
+"  --mode sync|osu|b2b|b2b-cold  how calls are timed (default sync; see the source)\n"
         "  --label TEXT      label for the header and CSV (e.g. mpich)\n"
         "  --candidates LIST with one collective in --colls: time the stock MPI and each\n"
         "                    pcoll choice in LIST (as PCOLL_<COLL> takes them, e.g.\n"
@@ -305,6 +321,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
                 o->sync = SYNC_BARRIER;
             else
                 die("--sync takes window or barrier");
+        } else if (!strcmp(a, "--mode")) {
+            NEEDV();
+            o->mode = -1;
+            for (int m = 0; m < NMODE; m++)
+                if (!strcmp(v, mode_name[m]))
+                    o->mode = m;
+            if (o->mode < 0)
+                die("--mode takes sync, osu, b2b or b2b-cold");
         } else if (!strcmp(a, "--candidates")) {
             NEEDV();
             char *dup = strdup(v), *save = NULL;
@@ -505,7 +529,7 @@ static void fill_send_arena(void)
 
 /* ------------------------------------------------------------ collectives */
 
-static int run_coll(int c, int use_pcoll, size_t b, void *sb, void *rb)
+static int run_coll_at(int c, int use_pcoll, size_t b, void *sb, void *rb, int root)
 {
     int cnt = (int)(c == C_ALLREDUCE || c == C_REDUCE ? b / sizeof(double) : b);
     switch (c) {
@@ -513,17 +537,23 @@ static int run_coll(int c, int use_pcoll, size_t b, void *sb, void *rb)
         return use_pcoll ? MPI_Allreduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, world)
                          : PMPI_Allreduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, world);
     case C_REDUCE:
-        return use_pcoll ? MPI_Reduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, 0, world)
-                         : PMPI_Reduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, 0, world);
+        return use_pcoll ? MPI_Reduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, root, world)
+                         : PMPI_Reduce(sb, rb, cnt, MPI_DOUBLE, MPI_SUM, root, world);
     case C_BCAST:
         /* the buffer lives in the recv arena on every rank */
-        return use_pcoll ? MPI_Bcast(rb, cnt, MPI_BYTE, 0, world)
-                         : PMPI_Bcast(rb, cnt, MPI_BYTE, 0, world);
+        return use_pcoll ? MPI_Bcast(rb, cnt, MPI_BYTE, root, world)
+                         : PMPI_Bcast(rb, cnt, MPI_BYTE, root, world);
     case C_GATHERV:
-        return use_pcoll ? MPI_Gatherv(sb, cnt, MPI_BYTE, rb, gv_counts, gv_displs, MPI_BYTE, 0, world)
-                         : PMPI_Gatherv(sb, cnt, MPI_BYTE, rb, gv_counts, gv_displs, MPI_BYTE, 0, world);
+        return use_pcoll ? MPI_Gatherv(sb, cnt, MPI_BYTE, rb, gv_counts, gv_displs, MPI_BYTE, root, world)
+                         : PMPI_Gatherv(sb, cnt, MPI_BYTE, rb, gv_counts, gv_displs, MPI_BYTE, root, world);
     }
     return MPI_ERR_OTHER;
+}
+
+/* A call with root 0. */
+static int run_coll(int c, int use_pcoll, size_t b, void *sb, void *rb)
+{
+    return run_coll_at(c, use_pcoll, b, sb, rb, 0);
 }
 
 /* bytes the collective needs at a size: reductions round down to doubles */
@@ -645,6 +675,45 @@ static int verify(int c, size_t b)
     int all = 0;
     PMPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_BOR, world);
     return all;
+}
+
+/* One timed sample of pcoll (which = 1) or stock at (c, b) as o->mode
+ * says: this rank's seconds per call (see MODE_*). */
+static double sample(const struct opts *o, int c, int which, size_t b)
+{
+    double a;
+    switch (o->mode) {
+    case MODE_OSU:
+        PMPI_Barrier(world);
+        a = now_s();
+        run_coll(c, which, b, sslot(c, b, 0), rslot(c, b, 0));
+        return now_s() - a;
+    case MODE_B2B:
+    case MODE_B2B_COLD:
+        a = start_together();
+        for (int k = 0; k < B2B_CALLS; k++) {
+            size_t slot = o->mode == MODE_B2B ? 0 : slot_counter++;
+            run_coll_at(c, which, b, sslot(c, b, slot), rslot(c, b, slot), k % nranks);
+        }
+        return (now_s() - a) / B2B_CALLS;
+    default: {
+        size_t slot = slot_counter++;
+        void *sb = sslot(c, b, slot), *rb = rslot(c, b, slot);
+        a = start_together();
+        run_coll(c, which, b, sb, rb);
+        return now_s() - a;
+    }
+    }
+}
+
+/* The samples of all ranks combined per iteration, as the mode reports
+ * them: the slowest rank's, or (osu) the ranks' average. */
+static void combine_ranks(const struct opts *o, double *t, int n)
+{
+    PMPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, o->mode == MODE_OSU ? MPI_SUM : MPI_MAX, world);
+    if (o->mode == MODE_OSU)
+        for (int i = 0; i < n; i++)
+            t[i] /= nranks;
 }
 
 /* ------------------------------------------------------------ statistics */
@@ -815,11 +884,8 @@ static struct point bench_point(const struct opts *o, int c, size_t b)
     PMPI_Barrier(world);
     double t0 = MPI_Wtime();
     for (int w = 0; w < o->warmup; w++) {
-        for (int which = do_pcoll ? 1 : 0; which >= 0; which--) {
-            size_t k = slot_counter++;
-            start_together();
-            run_coll(c, which, b, sslot(c, b, k), rslot(c, b, k));
-        }
+        for (int which = do_pcoll ? 1 : 0; which >= 0; which--)
+            sample(o, c, which, b);
     }
     double est = (MPI_Wtime() - t0) / o->warmup;
     p.iters = pick_iters(o, est);
@@ -838,16 +904,12 @@ static struct point bench_point(const struct opts *o, int c, size_t b)
             int which = n == 0 ? first : !first;
             if (which && !do_pcoll)
                 continue;
-            size_t k = slot_counter++;
-            void *sb = sslot(c, b, k), *rb = rslot(c, b, k);
-            double a = start_together();
-            run_coll(c, which, b, sb, rb);
-            t[2 * i + (which ? 0 : 1)] = now_s() - a;
+            t[2 * i + (which ? 0 : 1)] = sample(o, c, which, b);
         }
         if ((i & 63) == 0)
             sample_load(); /* untimed; the other ranks wait in the barrier */
     }
-    PMPI_Allreduce(MPI_IN_PLACE, t, p.iters * 2, MPI_DOUBLE, MPI_MAX, world);
+    combine_ranks(o, t, p.iters * 2);
     p.pcoll = stats_of(t, p.iters, 0, 2);
     p.stock = stats_of(t, p.iters, 1, 2);
     free(t);
@@ -889,9 +951,7 @@ static struct cand_point bench_candidates(const struct opts *o, int c, size_t b)
             if (p.bad[v] && v > 0)
                 continue;
             choose(c, o, v);
-            size_t k = slot_counter++;
-            start_together();
-            run_coll(c, v > 0, b, sslot(c, b, k), rslot(c, b, k));
+            sample(o, c, v > 0, b);
         }
     /* --time is per variant, as in the default mode's pairs */
     struct opts scaled = *o;
@@ -915,16 +975,12 @@ static struct cand_point bench_candidates(const struct opts *o, int c, size_t b)
             if (p.bad[v] && v > 0)
                 continue;
             choose(c, o, v);
-            size_t k = slot_counter++;
-            void *sb = sslot(c, b, k), *rb = rslot(c, b, k);
-            double a = start_together();
-            run_coll(c, v > 0, b, sb, rb);
-            t[(size_t)i * (size_t)nv + (size_t)v] = now_s() - a;
+            t[(size_t)i * (size_t)nv + (size_t)v] = sample(o, c, v > 0, b);
         }
         if ((i & 63) == 0)
             sample_load();
     }
-    PMPI_Allreduce(MPI_IN_PLACE, t, p.iters * nv, MPI_DOUBLE, MPI_MAX, world);
+    combine_ranks(o, t, p.iters * nv);
     for (int v = 0; v < nv; v++)
         p.st[v] = stats_of(t, p.iters, v, nv);
     free(t);
@@ -1002,9 +1058,15 @@ int main(int argc, char **argv)
     }
 
     if (rank == 0) {
-        printf("# pcoll bench: MPI=%s ranks=%d (cores=%d%s)%s%s  medians of per-iteration max over ranks, us\n",
-               ver, nranks, cores, local != nranks ? ", multi-node" : "",
-               o.label ? "  label=" : "", o.label ? o.label : "");
+        static const char *const mode_text[NMODE] = {
+            "calls start together on cold buffers, root 0; medians of the slowest rank's time",
+            "calls after a barrier on hot buffers, root 0; medians of the ranks' average time",
+            "blocks of calls back to back on hot buffers, roots rotating; medians of the slowest rank's time per call",
+            "blocks of calls back to back on cold buffers, roots rotating; medians of the slowest rank's time per call",
+        };
+        printf("# pcoll bench: MPI=%s ranks=%d (cores=%d%s)%s%s  mode=%s: %s, us\n", ver, nranks, cores,
+               local != nranks ? ", multi-node" : "", o.label ? "  label=" : "", o.label ? o.label : "",
+               mode_name[o.mode], mode_text[o.mode]);
         int any = 0;
         for (int c = 0; c < NCOLL; c++) {
             if (!(o.colls & (1u << c)))
@@ -1035,7 +1097,7 @@ int main(int argc, char **argv)
                    "stock_us", "pcoll_us", "ratio", "memcpy_us", "stock_p10..p90", "pcoll_p10..p90");
         fflush(stdout);
         if (csv && !o.ncand) {
-            fprintf(csv, "mpi,label,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,"
+            fprintf(csv, "mpi,label,mode,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,"
                          "stock_med_us,stock_p10_us,stock_p90_us,pcoll_med_us,pcoll_p10_us,pcoll_p90_us,"
                          "ratio,memcpy_med_us,check,pcoll_interposed,other_tasks\n");
         }
@@ -1064,7 +1126,7 @@ int main(int argc, char **argv)
                 printf(" %18s", o.cand[k]);
             printf(" %8s\n", "ratio");
             if (csv)
-                fprintf(csv, "mpi,label,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,variant,med_us,p10_us,"
+                fprintf(csv, "mpi,label,mode,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,variant,med_us,p10_us,"
                              "p90_us,check,other_tasks\n");
         }
         for (int si = 0; si < nsz; si++) {
@@ -1096,8 +1158,8 @@ int main(int argc, char **argv)
             printf(" %8.2f%s\n", best > 0 ? p.st[0].med / best : 0.0, point_load > 0.5 ? "  (busy machine)" : "");
             fflush(stdout);
             for (int v = 0; csv && v <= o.ncand; v++)
-                fprintf(csv, "%s,%s,%d,%d,%d,%d,%s,%zu,%d,%s,%.3f,%.3f,%.3f,%s,%.2f\n", ver, o.label ? o.label : "",
-                        nranks, local, cores, oversub, coll_name[c], b, p.iters, v ? o.cand[v - 1] : "stock",
+                fprintf(csv, "%s,%s,%s,%d,%d,%d,%d,%s,%zu,%d,%s,%.3f,%.3f,%.3f,%s,%.2f\n", ver,
+                        o.label ? o.label : "", mode_name[o.mode], nranks, local, cores, oversub, coll_name[c], b, p.iters, v ? o.cand[v - 1] : "stock",
                         p.st[v].med, p.st[v].p10, p.st[v].p90, p.bad[v] ? "WRONG" : "ok", point_load);
         }
     }
@@ -1146,8 +1208,8 @@ int main(int argc, char **argv)
                    point_load > 0.5 ? "  (busy machine)" : "");
             fflush(stdout);
             if (csv) {
-                fprintf(csv, "%s,%s,%d,%d,%d,%d,%s,%zu,%d,%.3f,%.3f,%.3f,", ver, o.label ? o.label : "",
-                        nranks, local, cores, oversub, coll_name[c], b, p.iters, p.stock.med, p.stock.p10,
+                fprintf(csv, "%s,%s,%s,%d,%d,%d,%d,%s,%zu,%d,%.3f,%.3f,%.3f,", ver, o.label ? o.label : "",
+                        mode_name[o.mode], nranks, local, cores, oversub, coll_name[c], b, p.iters, p.stock.med, p.stock.p10,
                         p.stock.p90);
                 if (!strcmp(check, "WRONG"))
                     fprintf(csv, ",,,,");
