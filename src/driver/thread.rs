@@ -7,9 +7,10 @@
 //! the path remembers its last answer here:
 //! - `comm`: the last communicator looked up (Open MPI's attribute lookup
 //!   takes a global lock);
-//! - `plans`: the last plan of each collective ([`super::prepared`]): a loop
-//!   of calls with the same arguments, buffers aside, skips the checks,
-//!   the decision and the planning;
+//! - `plans`: the last plans of each collective, one per root up to
+//!   [`ROOT_WAYS`] roots ([`super::prepared`]): a loop of calls with the
+//!   same arguments, buffers aside, skips the checks, the decision and the
+//!   planning, also where the root rotates;
 //! - `decision`: the last decision and what it was made from
 //!   ([`super::plan::decide`]): calls of one shape do not read the rules
 //!   again (27-55 ns a call at 2 ranks);
@@ -37,6 +38,11 @@ use super::plan::LastDecision;
 use super::prepared::Remembered;
 use std::cell::{Cell, RefCell};
 
+/// Roots whose plans a thread keeps per collective ([`super::prepared::way`]):
+/// IMB rotates the root over every rank; 16 cover the ranks of a node of
+/// today's clusters' small jobs, at about 1.5 KiB a thread per collective.
+pub const ROOT_WAYS: usize = 16;
+
 /// A communicator looked up: (handle, state, epoch).
 type LastComm<H> = (<H as Host>::Comm, *const CommState<H>, u64);
 /// A predefined datatype: (handle, kind, layout).
@@ -47,8 +53,9 @@ pub struct PerThread<H: Host> {
     busy: Cell<bool>,
     /// The last communicator looked up.
     pub(super) comm: Cell<Option<LastComm<H>>>,
-    /// The last plan of each collective, by [`crate::core::types::Coll::index`].
-    pub(super) plans: RefCell<[Option<Remembered<H>>; 4]>,
+    /// The last plans of each collective, by [`crate::core::types::Coll::index`]
+    /// and [`super::prepared::way`] of the root.
+    pub(super) plans: RefCell<[[Option<Remembered<H>>; ROOT_WAYS]; 4]>,
     pub(super) decision: RefCell<Option<LastDecision>>,
     pub(super) schedule: Cell<Option<u64>>,
     /// Predefined datatypes, the latest first.
@@ -63,7 +70,7 @@ impl<H: Host> PerThread<H> {
         PerThread {
             busy: Cell::new(false),
             comm: Cell::new(None),
-            plans: RefCell::new([None, None, None, None]),
+            plans: RefCell::new([const { [const { None }; ROOT_WAYS] }; 4]),
             decision: RefCell::new(None),
             schedule: Cell::new(None),
             types: RefCell::new([None; 4]),

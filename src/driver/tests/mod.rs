@@ -619,6 +619,39 @@ fn a_remembered_plan_lasts_while_no_communicator_is_freed() {
     });
 }
 
+/// Rooted calls whose root rotates (as IMB loops them) keep a plan per
+/// root, and each root's result is right.
+#[test]
+fn rotating_roots_keep_a_plan_each() {
+    let world = World::one_node(3, &[]);
+    world.run(|h| {
+        let key = |root| super::prepared::Key {
+            comm: WORLD,
+            count: 4,
+            datatype: Ty::I32,
+            op: Some(Op::Sum),
+            root,
+            in_place: false,
+        };
+        let recall =
+            |root| TestHost::with_thread(|t| super::prepared::recall(&h, &world.rt, t, Coll::Reduce, &key(root)));
+        for _ in 0..2 {
+            for root in 0..3 {
+                let mine = bytes_of(&input(h.rank, 4));
+                let mut recv = vec![0u8; if h.rank == root as usize { 16 } else { 0 }];
+                let outcome = reduce_call(h, Some(&mine), &mut recv, 4, Ty::I32, Op::Sum, Some(root), WORLD);
+                assert_eq!(outcome, Done(SUCCESS));
+                if h.rank == root as usize {
+                    assert_eq!(i32s_of(&recv), summed(3, 4), "root {root}");
+                }
+            }
+        }
+        for root in 0..3 {
+            assert!(recall(root).is_some(), "the plan of root {root}");
+        }
+    });
+}
+
 #[test]
 fn the_finalize_summary_covers_every_rank() {
     let file = std::env::temp_dir().join(format!("pcoll-driver-test-{}.txt", std::process::id()));
