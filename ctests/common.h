@@ -312,6 +312,12 @@ static void ct_add_type(const char *name, MPI_Datatype dt, int kind, int size, i
 static void ct_init_types(void)
 {
     CT_SINT("MPI_SIGNED_CHAR", MPI_SIGNED_CHAR, signed char);
+    /* Not in the standard's reduction table: both host families reduce it
+     * as the C compiler's char, with every C integer operator (pcoll too). */
+    if ((char)-1 < 0)
+        CT_SINT("MPI_CHAR", MPI_CHAR, char);
+    else
+        CT_UINT("MPI_CHAR", MPI_CHAR, char);
     CT_UINT("MPI_UNSIGNED_CHAR", MPI_UNSIGNED_CHAR, unsigned char);
     CT_SINT("MPI_SHORT", MPI_SHORT, short);
     CT_UINT("MPI_UNSIGNED_SHORT", MPI_UNSIGNED_SHORT, unsigned short);

@@ -35,8 +35,8 @@ pub enum Ty {
     I32,
     F64,
     Byte,
-    /// Predefined, but no reduction operator applies (MPI_CHAR).
-    Char,
+    /// Predefined, but no reduction operator applies (MPI_PACKED).
+    Packed,
     /// A committed vector of two i32 with a gap of one (size 8, extent
     /// 12): elements at bytes 0 and 8 of each extent.
     Vector,
@@ -585,7 +585,7 @@ impl Host for TestHost {
             Ty::I32 => predefined(Some(TypeClass::CInteger), Some(Elem::I32)),
             Ty::F64 => predefined(Some(TypeClass::Floating), Some(Elem::F64)),
             Ty::Byte => predefined(Some(TypeClass::Byte), Some(Elem::U8)),
-            Ty::Char => predefined(None, None),
+            Ty::Packed => predefined(None, None),
             Ty::Vector | Ty::Uncommitted => TypeKind::Derived,
         }
     }
@@ -595,7 +595,7 @@ impl Host for TestHost {
         match ty {
             Ty::I32 => dense(4),
             Ty::F64 => dense(8),
-            Ty::Byte | Ty::Char => dense(1),
+            Ty::Byte | Ty::Packed => dense(1),
             Ty::Vector | Ty::Uncommitted => TypeLayout::new(8, (0, 12), (0, 12)),
             Ty::Null => unreachable!("the driver asks no layout of a null datatype"),
         }

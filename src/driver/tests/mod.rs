@@ -140,7 +140,7 @@ fn unsupported_calls_go_to_the_host_with_their_reason() {
         (8, Ty::I32, Op::Sum, Some(-1), "invalid root"),
         (8, Ty::Null, Op::Sum, None, "null datatype"),
         (8, Ty::Vector, Op::Sum, None, "derived datatype"),
-        (8, Ty::Char, Op::Sum, None, "datatype without reduction operators"),
+        (8, Ty::Packed, Op::Sum, None, "datatype without reduction operators"),
         (8, Ty::F64, Op::Band, None, "operator not defined for this datatype"),
         (8, Ty::I32, Op::Replace, None, "not a reduction operator"),
         (0, Ty::I32, Op::Sum, None, "empty"),
