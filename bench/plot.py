@@ -104,6 +104,14 @@ def main():
     title = f"pcoll vs stock MPI, {first['ranks']} ranks on {first['cores']} cores"
     if args.kind == "ratio":
         title = f"How many times faster pcoll is than the stock MPI, {first['ranks']} ranks on {first['cores']} cores"
+    modes = {
+        "sync": "calls starting together, cold buffers",
+        "osu": "barrier-separated calls, hot buffers, ranks averaged (as OSU)",
+        "b2b": "back-to-back calls, rotating roots, hot buffers (as IMB)",
+        "b2b-cold": "back-to-back calls, rotating roots, cold buffers (as IMB off-cache)",
+    }
+    if first.get("mode") in modes:
+        title += f"\n{modes[first['mode']]}"
     if first.get("oversubscribed") == "1":
         title += " -- OVERSUBSCRIBED: timings measure the scheduler"
 

@@ -12,11 +12,16 @@
 #    --passes runs per MPI, the MPIs alternating, each pass with its share
 #    of --time, merged into one median per point (a drift of the machine
 #    during the script then reaches both MPIs alike),
+#    in each of the --modes the benchmark times calls in (default all:
+#    sync, calls starting together on cold buffers, the slowest rank;
+#    osu, barrier-separated calls on hot buffers, ranks averaged; b2b and
+#    b2b-cold, back-to-back calls with rotating roots on hot or cold
+#    buffers, as IMB loops them; see bench/pcoll_bench.c),
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
-# 6. prints a combined table of both MPIs and draws
-#    bench/out/pcoll_bench-<ranks>.png (stock/pcoll against size, one line
-#    per host MPI, the 1.0 line marked) and pcoll_bench-<ranks>-times.png
-#    (median times);
+# 6. prints a combined table of both MPIs per mode and draws
+#    bench/out/pcoll_bench-<ranks>[-<mode>].png (stock/pcoll against size,
+#    one line per host MPI, the 1.0 line marked; no suffix for sync) and
+#    pcoll_bench-<ranks>[-<mode>]-times.png (median times);
 # 7. with --algorithms, instead times pcoll's choice and every algorithm of
 #    each collective against the stock MPI, all interleaved in one run per
 #    collective (at 2 ranks and, with --oversubscribed, at 4 and 8;
@@ -31,7 +36,7 @@
 #
 # PCOLL_* variables in the caller's environment reach every rank, e.g.
 #   PCOLL_ALLREDUCE=ring bash scripts/bench.sh --colls allreduce
-# Results: bench/out/{mpich,openmpi}-<ranks>.{txt,csv}, bench/out/summary.txt
+# Results: bench/out/{mpich,openmpi}-<ranks>[-<mode>].{txt,csv}, bench/out/summary.txt
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,6 +60,7 @@ QUICK=0
 TIME_PER_POINT=  # --time, or --quick's; unset: pcoll_bench's default (1 s), split over the passes
 BENCH_ARGS=()
 OVER_ARGS=(--time 0.3 --max-iters 2000)
+MODES="sync,osu,b2b,b2b-cold"
 
 usage() {
     sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -68,6 +74,7 @@ Options:
   --over-ranks N       rank count for --oversubscribed (default 4)
   --ranks N            rank count of the main runs (default 2)
   --passes N           runs per MPI of the main table, MPIs alternating (default 3; 1 with --quick)
+  --modes LIST         how calls are timed: sync,osu,b2b,b2b-cold (default all; see above)
   --mpi LIST           mpich,openmpi (default both)
   --quick              smoke test: sizes up to 64 KiB, 0.05 s per point
   --colls LIST         forwarded to the benchmark (allreduce,reduce,bcast,gatherv)
@@ -98,6 +105,7 @@ while [ $# -gt 0 ]; do
         --quick) BENCH_ARGS+=(--max-bytes 64K --max-iters 300); TIME_PER_POINT=0.05; QUICK=1; CYCLES=500
                  OVER_ARGS=(--time 0.05 --max-iters 100) ;;
         --passes) PASSES=$2; shift ;;
+        --modes) MODES=$2; shift ;;
         --time) TIME_PER_POINT=$2; shift ;;
         --colls|--max-bytes|--iters|--min-bytes|--step|--sizes)
             BENCH_ARGS+=("$1" "$2"); shift ;;
@@ -114,6 +122,15 @@ done
 
 [ -n "$PASSES" ] || PASSES=$((QUICK ? 1 : 3))
 [[ "$PASSES" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --passes takes a positive integer" >&2; exit 2; }
+IFS=',' read -r -a MODE_LIST <<<"$MODES"
+for mode in "${MODE_LIST[@]}"; do
+    case "$mode" in sync|osu|b2b|b2b-cold) ;; *) echo "bench.sh: unknown mode '$mode' (--modes takes sync,osu,b2b,b2b-cold)" >&2; exit 2 ;; esac
+done
+# A run set's tag: the rank count, and the mode unless sync (whose files
+# keep their names from before there were modes).
+tag_of() { if [ "$2" = sync ]; then echo "$1"; else echo "$1-$2"; fi; }
+TAGS=()
+for mode in "${MODE_LIST[@]}"; do TAGS+=("$(tag_of "$RANKS" "$mode")"); done
 T0=$(date +%s)
 say() { printf '\n==== %s\n' "$*"; }
 warn() { printf 'bench.sh: WARNING: %s\n' "$*" >&2; }
@@ -352,13 +369,18 @@ merge_passes() {
 
 pass_time=$(awk -v t="${TIME_PER_POINT:-1.0}" -v n="$PASSES" 'BEGIN { printf "%g", t / n }')
 for ((k = 1; k <= PASSES; k++)); do
-    for m in "${MPI_LIST[@]}"; do
-        say "$m, $RANKS ranks (main table, pass $k of $PASSES)"
-        run_one "$m" "$RANKS" "$m-$RANKS.pass$k" --time "$pass_time" "${BENCH_ARGS[@]}" || STATUS=1
+    for mode in "${MODE_LIST[@]}"; do
+        for m in "${MPI_LIST[@]}"; do
+            say "$m, $RANKS ranks, mode $mode (main table, pass $k of $PASSES)"
+            run_one "$m" "$RANKS" "$m-$(tag_of "$RANKS" "$mode").pass$k" --mode "$mode" --time "$pass_time" \
+                "${BENCH_ARGS[@]}" || STATUS=1
+        done
     done
 done
-for m in "${MPI_LIST[@]}"; do
-    merge_passes "$m-$RANKS" "$PASSES" || STATUS=1
+for tag in "${TAGS[@]}"; do
+    for m in "${MPI_LIST[@]}"; do
+        merge_passes "$m-$tag" "$PASSES" || STATUS=1
+    done
 done
 
 if [ "$OVERSUB" = 1 ]; then
@@ -391,24 +413,26 @@ if [ "$DO_KERNELS" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- summary
-# summary N: join <mpi>-N.csv of every MPI on (coll, bytes)
+# summary TAG: join <mpi>-TAG.csv of every MPI on (coll, bytes); TAG is a
+# rank count and a mode (tag_of).
 summary() {
-    local n=$1 files=() names=()
+    local tag=$1 n=${1%%-*} mode=sync files=() names=()
+    [ "$tag" = "$n" ] || mode=${tag#*-}
     for m in "${MPI_LIST[@]}"; do
-        [ -s "$OUT/$m-$n.csv" ] && { files+=("$OUT/$m-$n.csv"); names+=("$m"); }
+        [ -s "$OUT/$m-$tag.csv" ] && { files+=("$OUT/$m-$tag.csv"); names+=("$m"); }
     done
-    [ ${#files[@]} -gt 0 ] || { echo "(no results at $n ranks)"; return; }
+    [ ${#files[@]} -gt 0 ] || { echo "(no results at $n ranks, mode $mode)"; return; }
     local lib_note=""
     for m in "${names[@]}"; do
         [ -n "${LIB[$m]}" ] || lib_note="$lib_note $m"
     done
     local over=""
     [ "$n" -gt "$CORES" ] && over="  OVERSUBSCRIBED (ranks > cores): timings measure the scheduler"
-    echo "# pcoll vs stock, $n ranks on $CORES cores, median us (ratio = stock/pcoll, >1: pcoll faster)$over"
+    echo "# pcoll vs stock, $n ranks on $CORES cores, mode $mode, median us (ratio = stock/pcoll, >1: pcoll faster)$over"
     [ -n "$lib_note" ] && echo "# WITHOUT libpcoll.so for:$lib_note (pcoll columns are the stock MPI)"
     local handoffs
     handoffs=$(for m in "${names[@]}"; do
-        grep -h '^# handoff:' "$OUT/$m-$n.txt" 2>/dev/null | awk -v m="$m" '{ s = s " " $4 "/" $7 } END { if (s != "") printf " %s%s", m, s }'
+        grep -h '^# handoff:' "$OUT/$m-$tag.txt" 2>/dev/null | awk -v m="$m" '{ s = s " " $4 "/" $7 } END { if (s != "") printf " %s%s", m, s }'
     done)
     [ -n "$handoffs" ] && echo "# cross-core handoff of 32 KiB per run, write/read us (placement of the two cores, see docs/benchmark.md):$handoffs"
     [ ${#PCOLL_VARS[@]} -gt 0 ] && echo "# environment: $(for v in "${PCOLL_VARS[@]}"; do printf '%s=%s ' "$v" "${!v}"; done)"
@@ -449,10 +473,10 @@ summary() {
             if (bad) printf "# %d point(s) where pcoll gave a WRONG result (not timed)\n", bad
             if (busy) printf "# WARNING: %d of %d points ran while other processes competed for the CPUs: rerun on a quiet machine\n", busy, npts
         }' "${files[@]}"
-    [ ${#names[@]} -gt 1 ] && faster_stock "$n" "${names[@]}"
+    [ ${#names[@]} -gt 1 ] && faster_stock "$tag" "${names[@]}"
 }
 
-# faster_stock N MPI...: pcoll on each host against the faster stock MPI
+# faster_stock TAG MPI...: pcoll on each host against the faster stock MPI
 # at each point. The MPIs cannot share a run, so this compares runs made
 # at different times, and the machine's state may differ between them
 # (see docs/benchmark.md, The table). The ratio pairs pass k of every MPI (run one
@@ -461,14 +485,14 @@ summary() {
 # states counts the faster state's stock against pcoll, never the other
 # way round. best_stock and the pcoll columns are the merged medians.
 faster_stock() {
-    local n=$1 files=() k m
+    local tag=$1 files=() k m
     shift
     for m in "$@"; do
         local found=0
         for ((k = 1; k <= PASSES; k++)); do
-            [ -s "$OUT/$m-$n.pass$k.csv" ] && { files+=("$OUT/$m-$n.pass$k.csv"); found=1; }
+            [ -s "$OUT/$m-$tag.pass$k.csv" ] && { files+=("$OUT/$m-$tag.pass$k.csv"); found=1; }
         done
-        [ "$found" = 1 ] || files+=("$OUT/$m-$n.csv")  # a single run (e.g. oversubscribed)
+        [ "$found" = 1 ] || files+=("$OUT/$m-$tag.csv")  # a single run (e.g. oversubscribed)
     done
     awk -F, -v names="$*" "$AWK_MEDIAN"'
         BEGIN { nm = split(names, M, " ") }
@@ -525,14 +549,14 @@ faster_stock() {
 
 say "summary"
 {
-    summary "$RANKS"
-    if [ "$OVERSUB" = 1 ]; then
+    for tag in "${TAGS[@]}"; do
+        summary "$tag"
         echo
-        summary "$OVER_RANKS"
-    fi
+    done
+    [ "$OVERSUB" = 1 ] && summary "$OVER_RANKS"
 } | tee "$OUT/summary.txt"
 
-if grep -q ',WRONG,' "$OUT"/*-"$RANKS".csv 2>/dev/null ||
+if grep -q ',WRONG,' $(for tag in "${TAGS[@]}"; do echo "$OUT/*-$tag.csv"; done) 2>/dev/null ||
    { [ "$OVERSUB" = 1 ] && grep -q ',WRONG,' "$OUT"/*-"$OVER_RANKS".csv 2>/dev/null; }; then
     warn "pcoll produced WRONG results (see the tables above)"
     STATUS=1
@@ -548,12 +572,12 @@ if [ "$DO_PLOT" = 1 ]; then
     done
     if [ -n "$PLOT_PY" ]; then
         pngs=()
-        for n in "$RANKS" $([ "$OVERSUB" = 1 ] && echo "$OVER_RANKS"); do
+        for tag in "${TAGS[@]}" $([ "$OVERSUB" = 1 ] && echo "$OVER_RANKS"); do
             csvs=()
-            for m in "${MPI_LIST[@]}"; do [ -s "$OUT/$m-$n.csv" ] && csvs+=("$OUT/$m-$n.csv"); done
+            for m in "${MPI_LIST[@]}"; do [ -s "$OUT/$m-$tag.csv" ] && csvs+=("$OUT/$m-$tag.csv"); done
             [ ${#csvs[@]} -gt 0 ] || continue
             for kind in ratio times; do
-                case "$kind" in ratio) png="pcoll_bench-$n.png" ;; times) png="pcoll_bench-$n-times.png" ;; esac
+                case "$kind" in ratio) png="pcoll_bench-$tag.png" ;; times) png="pcoll_bench-$tag-times.png" ;; esac
                 if "$PLOT_PY" "$ROOT/bench/plot.py" --kind "$kind" -o "$OUT/$png" "${csvs[@]}" >/dev/null; then
                     pngs+=("bench/out/$png")
                 else
