@@ -709,6 +709,73 @@ fn calls_whose_numbers_repeat_low_bits_are_exact() {
     }
 }
 
+/// Rooted calls back to back with the root rotating, collectives mixed,
+/// no pause anywhere: non-roots and Bcast roots run ahead through their
+/// slots (up to `SLOTS` calls) or areas (one call), around each bound of
+/// where a step's data goes (a slot's line, a chunk area), in place or
+/// not, and every result is exact.
+#[test]
+fn back_to_back_rooted_calls_running_ahead_are_exact() {
+    use super::gatherv_shm::{self as gatherv, Gather};
+    let sizes = [8, INLINE, INLINE + 8, 100, TEST_GEO.chunk];
+    for p in [2, 3, 4] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let op = Interval { combined: AtomicU64::new(0) };
+            for call in 0..300 {
+                let root = call % p;
+                let bytes = sizes[(call / 3) % sizes.len()];
+                let in_place = rank == root && (call / 7) % 2 == 0;
+                let what = || format!("p={p} call={call} root={root} {bytes} B in_place={in_place}");
+                match call % 3 {
+                    0 => {
+                        let count = bytes / 8;
+                        let input = vector(p, rank, count);
+                        let mut recv = match (rank == root, in_place) {
+                            (true, true) => input.clone(),
+                            (true, false) => vec![0xEE; count * 8],
+                            _ => Vec::new(),
+                        };
+                        let send = (!in_place).then_some(&input[..]);
+                        let mut bufs = Buffers { send, recv: &mut recv, scratch: &mut [] };
+                        node_call(team, count * 8, |team| reduce_flat::flat(team, &mut bufs, 8, Some(root), &op));
+                        if rank == root {
+                            assert_elements_from(&recv, p, 0, what);
+                        }
+                    }
+                    1 => {
+                        let byte = |r: usize, i: usize| (r * 29 + i * 5 + call) as u8;
+                        let layout = packed((0..p).map(|_| bytes)).0;
+                        let block: Vec<u8> = (0..bytes).map(|i| byte(rank, i)).collect();
+                        let mut recv = vec![0xEE; if rank == root { p * bytes } else { 0 }];
+                        if in_place {
+                            recv[rank * bytes..(rank + 1) * bytes].copy_from_slice(&block);
+                        }
+                        let none = Default::default();
+                        let mut g = Gather {
+                            send: if in_place { &[] } else { &block },
+                            recv: &mut recv,
+                            layout: if rank == root { &layout } else { &none },
+                            root,
+                            in_place,
+                        };
+                        node_call(team, bytes, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+                        if rank == root {
+                            let want: Vec<u8> = (0..p).flat_map(|r| (0..bytes).map(move |i| byte(r, i))).collect();
+                            assert_eq!(recv, want, "{}", what());
+                        }
+                    }
+                    _ => {
+                        let want: Vec<u8> = (0..bytes).map(|i| (i * 3 + call) as u8).collect();
+                        let mut data = if rank == root { want.clone() } else { vec![0; bytes] };
+                        node_call(team, bytes, |team| super::bcast_pipeline::pipeline(team, &mut data, root));
+                        assert_eq!(data, want, "{}", what());
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// Gatherv to several roots, each call's blocks in one size class (small
 /// ones through the owners' areas, or direct ones), long enough for each
 /// root's warm-up, both trial calls and exploring ones in both classes,
