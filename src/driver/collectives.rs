@@ -39,7 +39,8 @@ pub fn reduction<H: Host>(
     let in_place = sendbuf == host.in_place();
     let key = Key { comm, count, datatype, op: Some(op), root: root.map_or(-1, i64::from), in_place };
     let prepared = match prepared::recall(host, rt, t, coll, &key) {
-        Some(prepared) => prepared,
+        Some(Ok(prepared)) => prepared,
+        Some(Err(why)) => return Forward(why),
         None => match prepare_reduction(host, rt, t, key, root) {
             Ok(prepared) => prepared,
             Err(outcome) => return outcome,
@@ -198,12 +199,12 @@ fn prepare_reduction<H: Host>(
         in_place,
         topo: state.topo(),
     };
-    let call = plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))).map_err(Forward)?;
-    let prepared = Prepared::new(state, call, Some(red.combine));
+    let planning = plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes)))
+        .map(|call| Prepared::new(state, call, Some(red.combine)));
     if !classify::is_user_op(host, op) {
-        prepared::remember(rt, t, coll, key, epoch, &prepared);
+        prepared::remember(rt, t, coll, key, epoch, planning.clone());
     }
-    Ok(prepared)
+    planning.map_err(Forward)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -219,8 +220,12 @@ pub fn bcast<H: Host>(
     comm: H::Comm,
 ) -> Outcome {
     let key = Key { comm, count, datatype, op: None, root: root.into(), in_place: false };
-    if let Some(prepared) = prepared::recall(host, rt, t, Coll::Bcast, &key) {
-        // remembered for dense datatypes only
+    if let Some(planning) = prepared::recall(host, rt, t, Coll::Bcast, &key) {
+        // remembered for dense predefined datatypes only
+        let prepared = match planning {
+            Ok(prepared) => prepared,
+            Err(why) => return Forward(why),
+        };
         if buf.is_null() {
             return invalid_bcast(host, rt, t, comm, &prepared);
         }
@@ -255,15 +260,15 @@ pub fn bcast<H: Host>(
         in_place: false,
         topo: state.topo(),
     };
-    let call = match plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))) {
-        Ok(call) => call,
+    let planning = plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))).map(|call| Prepared::new(state, call, None));
+    if ty.dense && classify::is_predefined_type(host, t, datatype) {
+        prepared::remember(rt, t, Coll::Bcast, key, epoch, planning.clone());
+    }
+    let prepared = match planning {
+        Ok(prepared) => prepared,
         Err(why) => return Forward(why),
     };
-    let prepared = Prepared::new(state, call, None);
     if ty.dense {
-        if classify::is_predefined_type(host, t, datatype) {
-            prepared::remember(rt, t, Coll::Bcast, key, epoch, &prepared);
-        }
         if buf.is_null() {
             return invalid_bcast(host, rt, t, comm, &prepared);
         }

@@ -241,8 +241,13 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
         root: root.into(),
         in_place: sendbuf == host.in_place(),
     };
-    if let Some(prepared) = prepared::recall(host, rt, t, Coll::Gatherv, &key) {
+    if let Some(planning) = prepared::recall(host, rt, t, Coll::Gatherv, &key) {
         // remembered for dense send types (or none at an in-place root)
+        // where this rank decided alone
+        let prepared = match planning {
+            Ok(prepared) => prepared,
+            Err(why) => return Forward(why),
+        };
         let desc = &prepared.call.desc;
         if !desc.in_place && sendbuf.is_null() && desc.bytes > 0 {
             return invalid_gatherv(host, rt, t, comm, &prepared, NULL_BUFFER);
@@ -353,7 +358,10 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
         (d, layout_or_none(known))
     } else {
         match decide(None) {
-            d @ Decision::Host(_) => (d, Cow::Owned(GatherLayout::default())),
+            d @ Decision::Host(_) => {
+                alone = true;
+                (d, Cow::Owned(GatherLayout::default()))
+            }
             d if !everywhere(&d) && !matches!(d, Decision::NeedsLayout) => {
                 alone = true;
                 (d, layout_or_none(known))
@@ -384,16 +392,18 @@ pub fn gatherv<H: Host, C: Copy + Into<i64>, D: Copy + Into<i64>>(
             layout.blocks[rank].1
         ));
     }
-    let call = match plan(rt, desc, decision) {
-        Ok(call) => call,
+    let planning = plan(rt, desc, decision).map(|call| Prepared::new(state, call, None));
+    // Not with an invalid argument: the remembered plan skips its checks.
+    let valid = bad.is_none();
+    if valid && alone && send_ty.is_none_or(|ty| ty.dense && classify::is_predefined_type(host, t, sendtype)) {
+        prepared::remember(rt, t, Coll::Gatherv, key, epoch, planning.clone());
+    }
+    let prepared = match planning {
+        Ok(prepared) => prepared,
         Err(why) => return Forward(why),
     };
-    let prepared = Prepared::new(state, call, None);
     if let Some(bad) = bad {
         return invalid_gatherv(host, rt, t, comm, &prepared, bad);
-    }
-    if alone && send_ty.is_none_or(|ty| ty.dense && classify::is_predefined_type(host, t, sendtype)) {
-        prepared::remember(rt, t, Coll::Gatherv, key, epoch, &prepared);
     }
 
     let packed_send;

@@ -3,6 +3,9 @@
 //! of calls with the same arguments, apart from the buffers, finds the plan
 //! with no further lookup, also where the root rotates from call to call
 //! (as IMB loops rooted collectives); only the buffer checks run again.
+//! A call the plan hands to the host (a rule or setting that chooses the
+//! host MPI) is remembered as such, so that forwarding it costs no more
+//! than the lookup.
 //!
 //! A plan is remembered only when its arguments mean the same thing for as
 //! long as they are equal: predefined datatypes and operators (a freed
@@ -76,12 +79,15 @@ impl<H: Host> Prepared<H> {
     }
 }
 
+/// A planned call, or why the host MPI runs it.
+pub type Planning<H> = Result<Rc<Prepared<H>>, &'static str>;
+
 /// A remembered plan and what it is valid for.
 pub struct Remembered<H: Host> {
     key: Key<H>,
     epoch: u64,
     choice: *const Choice,
-    prepared: Rc<Prepared<H>>,
+    planning: Planning<H>,
 }
 
 /// Where a plan with this root is remembered: a root's own place for up to
@@ -95,25 +101,20 @@ pub fn way(root: i64) -> usize {
 /// The plan of the thread's last `coll` call with this key's root way if
 /// it had this key and is still valid.
 #[inline]
-pub fn recall<H: Host>(host: &H, rt: &Runtime, t: &PerThread<H>, coll: Coll, key: &Key<H>) -> Option<Rc<Prepared<H>>> {
+pub fn recall<H: Host>(host: &H, rt: &Runtime, t: &PerThread<H>, coll: Coll, key: &Key<H>) -> Option<Planning<H>> {
     let epoch = host.epoch();
     let choice: *const Choice = rt.choice(coll);
     t.plans.borrow()[coll.index()][way(key.root)]
         .as_ref()
         .filter(|e| e.key == *key && e.epoch == epoch && std::ptr::eq(e.choice, choice))
-        .map(|e| e.prepared.clone())
+        .map(|e| e.planning.clone())
 }
 
-/// Keeps `prepared`, planned under `epoch` (read before the communicator's
+/// Keeps `planning` (a plan, or the host's reason from the plan: never a
+/// forward that a later call with this key would not make, such as a new
+/// communicator's), made under `epoch` (read before the communicator's
 /// state was looked up), for the next `coll` call with this key.
-pub fn remember<H: Host>(
-    rt: &Runtime,
-    t: &PerThread<H>,
-    coll: Coll,
-    key: Key<H>,
-    epoch: u64,
-    prepared: &Rc<Prepared<H>>,
-) {
+pub fn remember<H: Host>(rt: &Runtime, t: &PerThread<H>, coll: Coll, key: Key<H>, epoch: u64, planning: Planning<H>) {
     let choice = rt.choice(coll);
-    t.plans.borrow_mut()[coll.index()][way(key.root)] = Some(Remembered { key, epoch, choice, prepared: prepared.clone() });
+    t.plans.borrow_mut()[coll.index()][way(key.root)] = Some(Remembered { key, epoch, choice, planning });
 }

@@ -652,6 +652,22 @@ fn rotating_roots_keep_a_plan_each() {
     });
 }
 
+/// A call the plan hands to the host is remembered as such: the next one
+/// with the same arguments goes to the host without planning again.
+#[test]
+fn a_planned_forward_is_remembered() {
+    let world = World::one_node(2, &[("PCOLL_BCAST", "mpi")]);
+    world.run(|h| {
+        let key = super::prepared::Key { comm: WORLD, count: 8, datatype: Ty::Byte, op: None, root: 1, in_place: false };
+        let mut buf = vec![0u8; 8];
+        for _ in 0..2 {
+            assert_eq!(bcast_call(h, buf.as_mut_ptr().cast(), 8, Ty::Byte, 1, WORLD), Forward("forced mpi"));
+        }
+        let recalled = TestHost::with_thread(|t| super::prepared::recall(&h, &world.rt, t, Coll::Bcast, &key));
+        assert!(matches!(recalled, Some(Err("forced mpi"))), "a remembered forward");
+    });
+}
+
 #[test]
 fn the_finalize_summary_covers_every_rank() {
     let file = std::env::temp_dir().join(format!("pcoll-driver-test-{}.txt", std::process::id()));
