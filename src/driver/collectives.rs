@@ -260,7 +260,8 @@ pub fn bcast<H: Host>(
         in_place: false,
         topo: state.topo(),
     };
-    let planning = plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))).map(|call| Prepared::new(state, call, None));
+    let planning =
+        plan(rt, desc.clone(), decide(rt, t, &desc, Some(bytes))).map(|call| Prepared::new(state, call, None));
     if ty.dense && classify::is_predefined_type(host, t, datatype) {
         prepared::remember(rt, t, Coll::Bcast, key, epoch, planning.clone());
     }

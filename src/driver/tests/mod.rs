@@ -658,7 +658,8 @@ fn rotating_roots_keep_a_plan_each() {
 fn a_planned_forward_is_remembered() {
     let world = World::one_node(2, &[("PCOLL_BCAST", "mpi")]);
     world.run(|h| {
-        let key = super::prepared::Key { comm: WORLD, count: 8, datatype: Ty::Byte, op: None, root: 1, in_place: false };
+        let key =
+            super::prepared::Key { comm: WORLD, count: 8, datatype: Ty::Byte, op: None, root: 1, in_place: false };
         let mut buf = vec![0u8; 8];
         for _ in 0..2 {
             assert_eq!(bcast_call(h, buf.as_mut_ptr().cast(), 8, Ty::Byte, 1, WORLD), Forward("forced mpi"));
