@@ -10,14 +10,15 @@
 //! the user never freed (MPI_COMM_WORLD among them). [`States`] keeps the
 //! live ones.
 
+use super::handles;
 use super::host::{Mpi, State};
+use super::shim::*;
 use crate::driver::comm::{SegmentPool, States};
 use crate::driver::host::{check, Code};
 use crate::driver::node::{at_init, discover};
 use crate::driver::pool::Pool;
 use crate::driver::Host;
 use crate::select::config::Config;
-use mpi_sys::*;
 use once_cell::sync::OnceCell;
 use std::os::raw::{c_int, c_void};
 use std::sync::Mutex;
@@ -52,15 +53,14 @@ pub(super) fn epoch() -> u64 {
 /// The attribute's value for `comm`, if set: a state's address, or (odd:
 /// states are aligned) twice the calls left to the host, plus one.
 fn attribute(comm: MPI_Comm) -> Option<usize> {
-    // SAFETY: reads the handle constant.
-    if comm == unsafe { RSMPI_COMM_NULL } {
+    if comm == handles().comm_null {
         return None;
     }
     let keyval = *KEYVAL.get()?;
     let mut value: *mut c_void = std::ptr::null_mut();
     let mut found: c_int = 0;
     // SAFETY: MPI writes the attribute (a pointer-sized value) into `value`.
-    let rc = unsafe { PMPI_Comm_get_attr(comm, keyval, (&mut value as *mut *mut c_void).cast(), &mut found) };
+    let rc = unsafe { pmpi!(PMPI_Comm_get_attr)(comm, keyval, (&mut value as *mut *mut c_void).cast(), &mut found) };
     (rc == MPI_SUCCESS as c_int && found != 0).then_some(value as usize)
 }
 
@@ -88,7 +88,7 @@ pub(super) fn count_host_call(comm: MPI_Comm, after: usize) -> bool {
     }
     let Ok(keyval) = keyval() else { return false };
     // SAFETY: an odd value that is never dereferenced (see `is_count`).
-    unsafe { PMPI_Comm_set_attr(comm, keyval, ((calls + 1) << 1 | 1) as *mut c_void) == MPI_SUCCESS as c_int }
+    unsafe { pmpi!(PMPI_Comm_set_attr)(comm, keyval, ((calls + 1) << 1 | 1) as *mut c_void) == MPI_SUCCESS as c_int }
 }
 
 /// At MPI_Init: sizes the node layer's budget, or says which settings
@@ -104,7 +104,7 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
     let keyval = keyval()?;
     let mut private = comm;
     // SAFETY: `private` receives the new communicator.
-    check(unsafe { PMPI_Comm_dup(comm, &mut private) })?;
+    check(unsafe { pmpi!(PMPI_Comm_dup)(comm, &mut private) })?;
     let state = match discover(&Mpi, private, &super::runtime::get().cfg.shm) {
         Ok(state) => STATES.add(state),
         Err(rc) => {
@@ -113,7 +113,7 @@ pub(super) fn create<'a>(comm: MPI_Comm) -> Result<&'a State, Code> {
         }
     };
     // SAFETY: the attribute owns the box until `delete_state` takes it back.
-    check(unsafe { PMPI_Comm_set_attr(comm, keyval, state.cast()) })?;
+    check(unsafe { pmpi!(PMPI_Comm_set_attr)(comm, keyval, state.cast()) })?;
     log::debug!("created the private communicator for a communicator");
     // SAFETY: just attached; lives until the attribute is deleted.
     Ok(unsafe { &*state })
@@ -142,6 +142,6 @@ pub(super) fn release_all() {
     if let Some(&keyval) = KEYVAL.get() {
         let mut keyval = keyval;
         // SAFETY: frees pcoll's keyval; attributes still set keep it alive in MPI.
-        unsafe { PMPI_Comm_free_keyval(&mut keyval) };
+        unsafe { pmpi!(PMPI_Comm_free_keyval)(&mut keyval) };
     }
 }

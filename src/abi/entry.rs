@@ -9,6 +9,7 @@
 //! behaviour.
 
 use super::host::Mpi;
+use super::shim::*;
 use super::{runtime, THREAD};
 use crate::core::types::Coll;
 use crate::driver::classify;
@@ -17,7 +18,6 @@ use crate::driver::gatherv::{gatherv, GathervArgs};
 use crate::driver::host::Outcome::{self, Done, Forward};
 use crate::driver::runtime::{panic_message, say, set_choice, Runtime};
 use crate::driver::thread::PerThread;
-use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -91,7 +91,7 @@ macro_rules! c_collectives {
                 Coll::Allreduce,
                 |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
                 // SAFETY: the caller's arguments, unchanged.
-                || unsafe { $pmpi_allreduce(sendbuf, recvbuf, count, datatype, op, comm) },
+                || unsafe { pmpi!($pmpi_allreduce)(sendbuf, recvbuf, count, datatype, op, comm) },
             )
         }
 
@@ -113,7 +113,7 @@ macro_rules! c_collectives {
                 || {
                     forward_reduce(&Mpi, sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
                         // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
-                        unsafe { $pmpi_reduce(send, recv, count, datatype, op, root, comm) }
+                        unsafe { pmpi!($pmpi_reduce)(send, recv, count, datatype, op, root, comm) }
                     })
                 },
             )
@@ -133,7 +133,7 @@ macro_rules! c_collectives {
                 Coll::Bcast,
                 |rt, t| bcast(&Mpi, rt, t, buffer, count.into(), datatype, root, comm),
                 // SAFETY: the caller's arguments, unchanged.
-                || unsafe { $pmpi_bcast(buffer, count, datatype, root, comm) },
+                || unsafe { pmpi!($pmpi_bcast)(buffer, count, datatype, root, comm) },
             )
         }
 
@@ -161,7 +161,9 @@ macro_rules! c_collectives {
                 },
                 // SAFETY: the caller's arguments, unchanged.
                 || unsafe {
-                    $pmpi_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+                    pmpi!($pmpi_gatherv)(
+                        sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                    )
                 },
             )
         }
@@ -242,10 +244,11 @@ pub unsafe extern "C" fn pcoll_reduce_local(
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> c_int {
+    runtime::bind();
     match catch_unwind(|| classify::reduce_local(&Mpi, inbuf, inoutbuf, count, datatype, op)) {
         Ok(true) => MPI_SUCCESS as c_int,
         // SAFETY: the caller's arguments, unchanged.
-        _ => unsafe { PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op) },
+        _ => unsafe { pmpi!(PMPI_Reduce_local)(inbuf, inoutbuf, count, datatype, op) },
     }
 }
 
@@ -256,8 +259,9 @@ pub unsafe extern "C" fn pcoll_reduce_local(
 /// Called by MPI programs with MPI_Init's arguments.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    runtime::bind();
     // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { PMPI_Init(argc, argv) };
+    let rc = unsafe { pmpi!(PMPI_Init)(argc, argv) };
     if rc == MPI_SUCCESS as c_int {
         let _ = catch_unwind(runtime::after_init);
     }
@@ -273,8 +277,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
     required: c_int,
     provided: *mut c_int,
 ) -> c_int {
+    runtime::bind();
     // SAFETY: the caller's arguments, unchanged.
-    let rc = unsafe { PMPI_Init_thread(argc, argv, required, provided) };
+    let rc = unsafe { pmpi!(PMPI_Init_thread)(argc, argv, required, provided) };
     if rc == MPI_SUCCESS as c_int {
         let _ = catch_unwind(runtime::after_init);
     }

@@ -45,12 +45,12 @@
 #![cfg(any(pcoll_mpi = "mpich", pcoll_mpi = "openmpi"))]
 
 use super::runtime;
-use mpi_sys::*;
+use super::shim::*;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::ptr::null_mut;
 
-type Fint = RSMPI_Fint;
+type Fint = pcoll_fint;
 
 /// Defines `$imp` under each symbol name; `$imp` gets the name
 /// (NUL-terminated) first, then the Fortran arguments.
@@ -110,7 +110,7 @@ fn host_definition(symbol: &str) -> Option<*mut c_void> {
 fn hook_if_initialized() {
     let mut initialized = 0;
     // SAFETY: MPI_Initialized may be called at any time; the flag is a local.
-    unsafe { PMPI_Initialized(&mut initialized) };
+    unsafe { pmpi!(PMPI_Initialized)(&mut initialized) };
     if initialized != 0 {
         let _ = std::panic::catch_unwind(runtime::after_init);
     }
@@ -119,6 +119,7 @@ fn hook_if_initialized() {
 /// # Safety
 /// `ierror` is NULL or points to a Fortran integer; `symbol` is an Init symbol.
 unsafe fn init(symbol: &str, ierror: *mut Fint) {
+    runtime::bind();
     match host_definition(symbol) {
         Some(host) => {
             // SAFETY: the host's definition of this Fortran MPI_Init symbol, whose
@@ -126,7 +127,7 @@ unsafe fn init(symbol: &str, ierror: *mut Fint) {
             unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut Fint)>(host)(ierror) }
         }
         // SAFETY: what both hosts' Fortran MPI_Init does: C MPI_Init without arguments.
-        None => unsafe { set_ierror(ierror, PMPI_Init(null_mut(), null_mut())) },
+        None => unsafe { set_ierror(ierror, pmpi!(PMPI_Init)(null_mut(), null_mut())) },
     }
     hook_if_initialized();
 }
@@ -134,12 +135,13 @@ unsafe fn init(symbol: &str, ierror: *mut Fint) {
 /// # Safety
 /// Fortran MPI_Init_thread's arguments; `symbol` is an Init_thread symbol.
 unsafe fn init_thread(symbol: &str, required: *const Fint, provided: *mut Fint, ierror: *mut Fint) {
+    runtime::bind();
     type InitThread = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint);
     match host_definition(symbol) {
         // SAFETY: the host's definition of this Fortran MPI_Init_thread symbol.
         Some(host) => unsafe { std::mem::transmute::<*mut c_void, InitThread>(host)(required, provided, ierror) },
         // SAFETY: required and provided are Fortran integers passed by reference.
-        None => unsafe { set_ierror(ierror, PMPI_Init_thread(null_mut(), null_mut(), *required, provided)) },
+        None => unsafe { set_ierror(ierror, pmpi!(PMPI_Init_thread)(null_mut(), null_mut(), *required, provided)) },
     }
     hook_if_initialized();
 }
@@ -151,7 +153,6 @@ mod collectives {
     use super::super::entry::{MPI_Allreduce, MPI_Bcast, MPI_Gatherv, MPI_Reduce};
     use super::super::shim;
     use super::{set_ierror, Fint};
-    use mpi_sys::*;
     use std::ffi::c_void;
     use std::os::raw::c_int;
 
@@ -193,7 +194,8 @@ mod collectives {
         // SAFETY: the binding passes every integer and handle by reference;
         // converted to C as the host's binding does.
         unsafe {
-            let (datatype, op, comm) = (PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+            let (datatype, op, comm) =
+                (pmpi!(PMPI_Type_f2c)(*datatype), pmpi!(PMPI_Op_f2c)(*op), pmpi!(PMPI_Comm_f2c)(*comm));
             set_ierror(ierror, MPI_Allreduce(sendbuf, recvbuf, *count, datatype, op, comm))
         }
     }
@@ -215,7 +217,8 @@ mod collectives {
         let (sendbuf, recvbuf) = (buffer(sendbuf, true).cast_const(), buffer(recvbuf, false));
         // SAFETY: as for allreduce.
         unsafe {
-            let (datatype, op, comm) = (PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm));
+            let (datatype, op, comm) =
+                (pmpi!(PMPI_Type_f2c)(*datatype), pmpi!(PMPI_Op_f2c)(*op), pmpi!(PMPI_Comm_f2c)(*comm));
             set_ierror(ierror, MPI_Reduce(sendbuf, recvbuf, *count, datatype, op, *root, comm))
         }
     }
@@ -234,7 +237,7 @@ mod collectives {
         let buf = buffer(buffer_f, false);
         // SAFETY: as for allreduce.
         unsafe {
-            let (datatype, comm) = (PMPI_Type_f2c(*datatype), PMPI_Comm_f2c(*comm));
+            let (datatype, comm) = (pmpi!(PMPI_Type_f2c)(*datatype), pmpi!(PMPI_Comm_f2c)(*comm));
             set_ierror(ierror, MPI_Bcast(buf, *count, datatype, *root, comm))
         }
     }
@@ -259,7 +262,7 @@ mod collectives {
         // SAFETY: as for allreduce (recvcounts and displs are arrays, read
         // at the root only).
         unsafe {
-            let (sendtype, recvtype) = (PMPI_Type_f2c(*sendtype), PMPI_Type_f2c(*recvtype));
+            let (sendtype, recvtype) = (pmpi!(PMPI_Type_f2c)(*sendtype), pmpi!(PMPI_Type_f2c)(*recvtype));
             let rc = MPI_Gatherv(
                 sendbuf,
                 *sendcount,
@@ -269,7 +272,7 @@ mod collectives {
                 displs,
                 recvtype,
                 *root,
-                PMPI_Comm_f2c(*comm),
+                pmpi!(PMPI_Comm_f2c)(*comm),
             );
             set_ierror(ierror, rc)
         }

@@ -3,6 +3,8 @@
 //! node's resources.
 
 use super::comm;
+use super::handles;
+use super::shim::*;
 use super::shim::{self, pcoll_class as class, pcoll_op as opc, pcoll_repr as repr};
 use super::transport::PmpiTransport;
 use super::{runtime, THREAD};
@@ -12,7 +14,6 @@ use crate::driver::host::{check, Access, Code, ErrorClass, OpKind, Repr, Split, 
 use crate::driver::thread::PerThread;
 use crate::driver::Host;
 use crate::shm::os::Linux;
-use mpi_sys::*;
 use std::os::raw::{c_char, c_int, c_void};
 
 /// The host MPI, reached through PMPI.
@@ -44,8 +45,7 @@ pub(super) fn recv_ptr(buf: &mut [u8]) -> *mut c_void {
 }
 
 fn byte() -> MPI_Datatype {
-    // SAFETY: returns the MPI_BYTE handle.
-    unsafe { shim::pcoll_dtype_byte() }
+    handles().byte
 }
 
 /// A machine representation of the shim's.
@@ -97,12 +97,12 @@ fn with_elements(
     // SAFETY: one block of n elements at an absolute address (base +
     // displacement = the user's address); the type is freed after use.
     unsafe {
-        PMPI_Type_create_struct(1, &blocklength, &displacement, &datatype, &mut run_type);
-        PMPI_Type_commit(&mut run_type);
+        pmpi!(PMPI_Type_create_struct)(1, &blocklength, &displacement, &datatype, &mut run_type);
+        pmpi!(PMPI_Type_commit)(&mut run_type);
     }
     f(base, 1, run_type);
     // SAFETY: the temporary type created above.
-    unsafe { PMPI_Type_free(&mut run_type) };
+    unsafe { pmpi!(PMPI_Type_free)(&mut run_type) };
 }
 
 impl Host for Mpi {
@@ -119,18 +119,17 @@ impl Host for Mpi {
     }
 
     fn comm_shape(&self, comm: MPI_Comm) -> Option<(usize, usize)> {
-        // SAFETY: reads the handle constant.
-        if comm == unsafe { RSMPI_COMM_NULL } {
+        if comm == handles().comm_null {
             return None;
         }
         let (mut inter, mut rank, mut size) = (0, 0, 0);
         // SAFETY: `comm` is a non-null communicator handle from the user; out-pointers are locals.
         unsafe {
-            if PMPI_Comm_test_inter(comm, &mut inter) != MPI_SUCCESS as c_int || inter != 0 {
+            if pmpi!(PMPI_Comm_test_inter)(comm, &mut inter) != MPI_SUCCESS as c_int || inter != 0 {
                 return None;
             }
-            PMPI_Comm_rank(comm, &mut rank);
-            PMPI_Comm_size(comm, &mut size);
+            pmpi!(PMPI_Comm_rank)(comm, &mut rank);
+            pmpi!(PMPI_Comm_size)(comm, &mut size);
         }
         Some((rank as usize, size as usize))
     }
@@ -153,8 +152,7 @@ impl Host for Mpi {
     }
 
     fn world(&self) -> MPI_Comm {
-        // SAFETY: reads the MPI_COMM_WORLD handle.
-        unsafe { RSMPI_COMM_WORLD }
+        handles().comm_world
     }
 
     fn split(&self, comm: MPI_Comm, how: Split, key: usize) -> Result<MPI_Comm, Code> {
@@ -163,9 +161,11 @@ impl Host for Mpi {
         // `new` receives the communicator, freed with the state.
         check(unsafe {
             match how {
-                Split::Shared => PMPI_Comm_split_type(comm, RSMPI_COMM_TYPE_SHARED, key, RSMPI_INFO_NULL, &mut new),
+                Split::Shared => {
+                    pmpi!(PMPI_Comm_split_type)(comm, handles().comm_type_shared, key, handles().info_null, &mut new)
+                }
                 Split::Color(color) => {
-                    PMPI_Comm_split(comm, color.map_or(RSMPI_UNDEFINED, |c| c as c_int), key, &mut new)
+                    pmpi!(PMPI_Comm_split)(comm, color.map_or(handles().undefined, |c| c as c_int), key, &mut new)
                 }
             }
         })?;
@@ -175,21 +175,29 @@ impl Host for Mpi {
     fn free_comm(&self, comm: &mut MPI_Comm) {
         // SAFETY: `comm` is a communicator pcoll made and still owns.
         unsafe {
-            if *comm != RSMPI_COMM_NULL {
-                PMPI_Comm_free(comm);
+            if *comm != handles().comm_null {
+                pmpi!(PMPI_Comm_free)(comm);
             }
-            *comm = RSMPI_COMM_NULL;
+            *comm = handles().comm_null;
         }
     }
 
     fn allgather_words(&self, comm: MPI_Comm, mine: &[u64]) -> Result<Vec<u64>, Code> {
         let (n, mut size) = (mine.len() as c_int, 0);
         // SAFETY: a valid communicator; the out-pointer is a local.
-        unsafe { PMPI_Comm_size(comm, &mut size) };
+        unsafe { pmpi!(PMPI_Comm_size)(comm, &mut size) };
         let mut all = vec![0u64; mine.len() * size as usize];
         // SAFETY: `all` holds size × mine.len() words; every rank passes the same count.
         check(unsafe {
-            PMPI_Allgather(mine.as_ptr().cast(), n, RSMPI_UINT64_T, all.as_mut_ptr().cast(), n, RSMPI_UINT64_T, comm)
+            pmpi!(PMPI_Allgather)(
+                mine.as_ptr().cast(),
+                n,
+                handles().uint64,
+                all.as_mut_ptr().cast(),
+                n,
+                handles().uint64,
+                comm,
+            )
         })?;
         Ok(all)
     }
@@ -198,13 +206,13 @@ impl Host for Mpi {
         // SAFETY: `words` holds the same number of words at every rank;
         // pcoll's communicators carry only pcoll's traffic.
         check(unsafe {
-            PMPI_Bcast(words.as_mut_ptr().cast(), words.len() as c_int, RSMPI_UINT64_T, root as c_int, comm)
+            pmpi!(PMPI_Bcast)(words.as_mut_ptr().cast(), words.len() as c_int, handles().uint64, root as c_int, comm)
         })
     }
 
     fn barrier(&self, comm: MPI_Comm) -> Result<(), Code> {
         // SAFETY: a collective on one of pcoll's communicators, every rank alike.
-        check(unsafe { PMPI_Barrier(comm) })
+        check(unsafe { pmpi!(PMPI_Barrier)(comm) })
     }
 
     #[inline]
@@ -227,17 +235,18 @@ impl Host for Mpi {
     }
 
     unsafe fn win_create(&self, comm: MPI_Comm, base: *mut u8, bytes: usize) -> Result<MPI_Win, Code> {
-        // SAFETY: MPI_WIN_NULL until the creation writes it.
-        let mut win = unsafe { RSMPI_WIN_NULL };
+        let mut win = handles().win_null;
         // SAFETY: `base` holds `bytes` bytes until the window is freed (the
         // caller's promise); every rank of `comm` calls this alike.
-        check(unsafe { PMPI_Win_create(base.cast(), bytes as MPI_Aint, 1, RSMPI_INFO_NULL, comm, &mut win) })?;
+        check(unsafe {
+            pmpi!(PMPI_Win_create)(base.cast(), bytes as MPI_Aint, 1, handles().info_null, comm, &mut win)
+        })?;
         Ok(win)
     }
 
     fn win_free(&self, win: &mut MPI_Win) {
         // SAFETY: a window pcoll created; every rank of it frees it at the same point.
-        unsafe { PMPI_Win_free(win) };
+        unsafe { pmpi!(PMPI_Win_free)(win) };
     }
 
     unsafe fn win_transfer(
@@ -254,21 +263,20 @@ impl Host for Mpi {
         // `peer` (the caller's promise), which outlives the epoch.
         check(unsafe {
             match access {
-                Access::Get => PMPI_Get(buf, n, byte(), peer, remote, n, byte(), *win),
-                Access::Put => PMPI_Put(buf, n, byte(), peer, remote, n, byte(), *win),
+                Access::Get => pmpi!(PMPI_Get)(buf, n, byte(), peer, remote, n, byte(), *win),
+                Access::Put => pmpi!(PMPI_Put)(buf, n, byte(), peer, remote, n, byte(), *win),
             }
         })
     }
 
     fn win_fence(&self, win: &mut MPI_Win) -> Result<(), Code> {
         // SAFETY: every rank of the window calls the fence the same number of times.
-        check(unsafe { PMPI_Win_fence(0, *win) })
+        check(unsafe { pmpi!(PMPI_Win_fence)(0, *win) })
     }
 
     #[inline]
     fn in_place(&self) -> *const c_void {
-        // SAFETY: returns the MPI_IN_PLACE constant.
-        unsafe { shim::pcoll_in_place() }
+        handles().in_place
     }
 
     fn type_kind(&self, datatype: MPI_Datatype) -> TypeKind {
@@ -295,9 +303,9 @@ impl Host for Mpi {
         let (mut size, mut lb, mut extent, mut true_lb, mut true_extent) = (0, 0, 0, 0, 0);
         // SAFETY: the out-pointers are valid locals; the handle is not null.
         unsafe {
-            PMPI_Type_size(datatype, &mut size);
-            PMPI_Type_get_extent(datatype, &mut lb, &mut extent);
-            PMPI_Type_get_true_extent(datatype, &mut true_lb, &mut true_extent);
+            pmpi!(PMPI_Type_size)(datatype, &mut size);
+            pmpi!(PMPI_Type_get_extent)(datatype, &mut lb, &mut extent);
+            pmpi!(PMPI_Type_get_true_extent)(datatype, &mut true_lb, &mut true_extent);
         }
         // MPI_Aint is `long` in MPICH and `ptrdiff_t` in Open MPI.
         #[allow(clippy::unnecessary_cast)]
@@ -314,7 +322,7 @@ impl Host for Mpi {
         let mut buf = vec![0 as c_char; MPI_MAX_OBJECT_NAME as usize + 1];
         let mut len = 0;
         // SAFETY: `buf` holds MPI_MAX_OBJECT_NAME characters and a terminator.
-        unsafe { PMPI_Type_get_name(datatype, buf.as_mut_ptr(), &mut len) };
+        unsafe { pmpi!(PMPI_Type_get_name)(datatype, buf.as_mut_ptr(), &mut len) };
         let name: Vec<u8> = buf[..len.max(0) as usize].iter().map(|&c| c as u8).collect();
         match String::from_utf8_lossy(&name).trim_end_matches('\0') {
             "" => "(unnamed datatype)".to_string(),
@@ -345,18 +353,17 @@ impl Host for Mpi {
     fn op_commutative(&self, op: MPI_Op) -> bool {
         let mut commute: c_int = 0;
         // SAFETY: `op` is a user operator handle; `commute` is a valid local.
-        unsafe { PMPI_Op_commutative(op, &mut commute) };
+        unsafe { pmpi!(PMPI_Op_commutative)(op, &mut commute) };
         commute != 0
     }
 
     fn op_sum(&self) -> MPI_Op {
-        // SAFETY: reads the MPI_SUM constant.
-        unsafe { RSMPI_SUM }
+        handles().sum
     }
 
     fn reduce_local(&self, op: MPI_Op, datatype: MPI_Datatype, src: &[u8], dst: &mut [u8], count: usize) {
         // SAFETY: both slices hold `count` whole elements of `datatype`.
-        unsafe { PMPI_Reduce_local(src.as_ptr().cast(), dst.as_mut_ptr().cast(), count as c_int, datatype, op) };
+        unsafe { pmpi!(PMPI_Reduce_local)(src.as_ptr().cast(), dst.as_mut_ptr().cast(), count as c_int, datatype, op) };
     }
 
     fn pack(
@@ -373,7 +380,7 @@ impl Host for Mpi {
             // SAFETY: `out` holds the n × size bytes the host packs n
             // elements into (homogeneous native format); `src` names
             // elements of the user's buffer.
-            unsafe { PMPI_Pack(src, n, dt, out.as_mut_ptr().cast(), out.len() as c_int, &mut position, comm) };
+            unsafe { pmpi!(PMPI_Pack)(src, n, dt, out.as_mut_ptr().cast(), out.len() as c_int, &mut position, comm) };
         });
         position as usize
     }
@@ -383,7 +390,9 @@ impl Host for Mpi {
         with_elements(buf, offset, n, datatype, |dst, n, dt| {
             // SAFETY: `packed` holds what `pack` produced for these
             // elements; `dst` names them in the user's buffer.
-            unsafe { PMPI_Unpack(packed.as_ptr().cast(), packed.len() as c_int, &mut position, dst, n, dt, comm) };
+            unsafe {
+                pmpi!(PMPI_Unpack)(packed.as_ptr().cast(), packed.len() as c_int, &mut position, dst, n, dt, comm)
+            };
         });
     }
 
@@ -403,15 +412,15 @@ impl Host for Mpi {
         // Allreduce, the root of a Reduce), and is ignored elsewhere.
         check(unsafe {
             match root {
-                None => PMPI_Allreduce(from, to, n, datatype, op, comm),
-                Some(root) => PMPI_Reduce(from, to, n, datatype, op, root as c_int, comm),
+                None => pmpi!(PMPI_Allreduce)(from, to, n, datatype, op, comm),
+                Some(root) => pmpi!(PMPI_Reduce)(from, to, n, datatype, op, root as c_int, comm),
             }
         })
     }
 
     fn bcast_bytes(&self, comm: MPI_Comm, data: &mut [u8], root: usize) -> Result<(), Code> {
         // SAFETY: `data` holds the bytes every rank passes alike.
-        check(unsafe { PMPI_Bcast(recv_ptr(data), data.len() as c_int, byte(), root as c_int, comm) })
+        check(unsafe { pmpi!(PMPI_Bcast)(recv_ptr(data), data.len() as c_int, byte(), root as c_int, comm) })
     }
 
     fn gatherv_bytes(
@@ -426,7 +435,7 @@ impl Host for Mpi {
         // SAFETY: every rank sends its block of bytes; the root receives the
         // blocks at their offsets in `recv`, as long as its receive area.
         check(unsafe {
-            PMPI_Gatherv(
+            pmpi!(PMPI_Gatherv)(
                 send_ptr(send),
                 send.len() as c_int,
                 byte(),
@@ -449,7 +458,15 @@ impl Host for Mpi {
         let n = mine.len() as c_int;
         // SAFETY: `n` u64 from every rank to world rank 0, into `sum`.
         unsafe {
-            PMPI_Reduce(mine.as_ptr().cast(), sum.as_mut_ptr().cast(), n, RSMPI_UINT64_T, RSMPI_SUM, 0, self.world())
+            pmpi!(PMPI_Reduce)(
+                mine.as_ptr().cast(),
+                sum.as_mut_ptr().cast(),
+                n,
+                handles().uint64,
+                handles().sum,
+                0,
+                self.world(),
+            )
         };
         (runtime::world_rank() == 0).then_some(sum)
     }
@@ -473,7 +490,7 @@ impl Host for Mpi {
         } as c_int;
         // SAFETY: a valid communicator (the call's) and an error class,
         // which is an error code.
-        unsafe { PMPI_Comm_call_errhandler(comm, code) };
+        unsafe { pmpi!(PMPI_Comm_call_errhandler)(comm, code) };
         code
     }
 

@@ -7,14 +7,16 @@
 //! and the release of everything pcoll holds.
 
 use super::comm;
+use super::handles;
 use super::host::Mpi;
+use super::shim::*;
 use crate::driver::family::{wrong_library, Family};
 use crate::driver::host::check;
 use crate::driver::runtime::{agree_on_settings, report_at_finalize, say, Runtime};
 use crate::driver::Host;
 use crate::select::config::{Config, ConfigError};
-use mpi_sys::*;
 use once_cell::sync::OnceCell;
+use std::ffi::CStr;
 use std::io::Write;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +31,7 @@ static HOOK: OnceCell<()> = OnceCell::new();
 pub(super) fn world_rank() -> c_int {
     let mut rank = 0;
     // SAFETY: MPI is initialised whenever pcoll runs; `rank` is a valid local.
-    unsafe { PMPI_Comm_rank(RSMPI_COMM_WORLD, &mut rank) };
+    unsafe { pmpi!(PMPI_Comm_rank)(handles().comm_world, &mut rank) };
     rank
 }
 
@@ -55,12 +57,51 @@ fn stop_if_wrong_family(version: &str) {
     }
 }
 
+/// Binds the host MPI, the library the process loaded (src/abi/shim.h),
+/// once; every entry point runs it before its first call to the host. A
+/// process without MPI, or whose MPI lacks a function pcoll calls, stops
+/// here saying so; under the other MPI family, with the message that names
+/// the library to use.
+pub(super) fn bind() {
+    let mut library = std::ptr::null();
+    // SAFETY: pcoll_bind is thread-safe and returns static strings.
+    let error = unsafe { super::shim::pcoll_bind(&mut library) };
+    if !error.is_null() {
+        // SAFETY: read after pcoll_bind wrote it.
+        if unsafe { PMPI_Get_library_version }.is_some() {
+            stop_if_wrong_family(&host_version());
+        }
+        // SAFETY: a NUL-terminated static message.
+        let error = unsafe { CStr::from_ptr(error) }.to_string_lossy();
+        say(&format!("pcoll: {error}; pcoll cannot run under this MPI\n"));
+        std::process::exit(1);
+    }
+}
+
+/// The path of the host's MPI library, as bound.
+fn host_library() -> String {
+    let mut library = std::ptr::null();
+    // SAFETY: as in bind; `library` is a static NUL-terminated path.
+    unsafe {
+        super::shim::pcoll_bind(&mut library);
+        CStr::from_ptr(library).to_string_lossy().into_owned()
+    }
+}
+
+/// A host function called before [`bind`]: a defect in pcoll.
+#[cold]
+pub(super) fn unbound(name: &str) -> ! {
+    say(&format!("pcoll: internal error: {name} was called before the host MPI was bound\n"));
+    std::process::abort()
+}
+
 /// The runtime, initialised at MPI_Init (or at the first collective of a
 /// program whose MPI_Init pcoll did not see). Under the wrong MPI family,
 /// or with an invalid configuration, the job stops here, naming the
 /// library to use, or the variable and the value.
 pub(super) fn get() -> &'static Runtime {
     let runtime = RUNTIME.get_or_init(|| {
+        bind();
         let version = host_version();
         stop_if_wrong_family(&version);
         Config::from_env().map(|cfg| {
@@ -69,7 +110,12 @@ pub(super) fn get() -> &'static Runtime {
                 log::warn!("{warning}");
             }
             install_finalize_hook(false);
-            log::info!("pcoll {} active, host MPI: {version}; configuration {:?}", env!("CARGO_PKG_VERSION"), cfg);
+            log::info!(
+                "pcoll {} active, host MPI: {version} ({}); configuration {:?}",
+                env!("CARGO_PKG_VERSION"),
+                host_library(),
+                cfg
+            );
             Runtime::new(cfg)
         })
     });
@@ -89,7 +135,7 @@ pub(super) fn abort_job(text: &str) -> ! {
     say(text);
     std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: PMPI_Abort may be called at any time after MPI_Init; it does not return.
-    unsafe { PMPI_Abort(RSMPI_COMM_WORLD, 1) };
+    unsafe { pmpi!(PMPI_Abort)(handles().comm_world, 1) };
     unreachable!("MPI_Abort returned")
 }
 
@@ -131,7 +177,7 @@ pub(super) fn install_finalize_hook(at_init: bool) {
         // SAFETY: `on_finalize` has the signature MPI expects; the attribute value is unused.
         let rc = unsafe {
             check(super::shim::pcoll_create_keyval(Some(on_finalize), &mut keyval))
-                .and_then(|()| check(PMPI_Comm_set_attr(RSMPI_COMM_SELF, keyval, std::ptr::null_mut())))
+                .and_then(|()| check(pmpi!(PMPI_Comm_set_attr)(handles().comm_self, keyval, std::ptr::null_mut())))
         };
         if rc.is_ok() {
             HOOKED_AT_INIT.store(at_init, Ordering::Relaxed);
@@ -157,7 +203,7 @@ unsafe extern "C" fn on_finalize(
         say("pcoll: internal error at MPI_Finalize\n");
     }
     // SAFETY: frees the hook's own keyval, no longer needed.
-    unsafe { PMPI_Comm_free_keyval(&mut keyval) };
+    unsafe { pmpi!(PMPI_Comm_free_keyval)(&mut keyval) };
     MPI_SUCCESS as c_int
 }
 
@@ -174,7 +220,7 @@ pub(super) fn host_version() -> String {
     let mut buf = vec![0 as c_char; VERSION_ROOM + 1];
     let mut len = 0;
     // SAFETY: `buf` holds the longest version string of either family plus a terminator.
-    unsafe { PMPI_Get_library_version(buf.as_mut_ptr(), &mut len) };
+    unsafe { pmpi!(PMPI_Get_library_version)(buf.as_mut_ptr(), &mut len) };
     let bytes: Vec<u8> = buf[..len.max(0) as usize].iter().map(|&c| c as u8).collect();
     // Open MPI counts the terminating NUL in `len`.
     String::from_utf8_lossy(&bytes)

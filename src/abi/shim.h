@@ -1,10 +1,76 @@
-/* pcoll's C shim: what Rust cannot get from mpi-sys, because the MPI
- * headers provide it as macros (MPI_IN_PLACE, the predefined datatypes and
- * ops, MPI_COMM_NULL_COPY_FN) whose values differ between MPICH (integer
- * handles) and Open MPI (pointers to global objects). */
+/* pcoll's C shim: the host MPI as pcoll reaches it. libpcoll.so names no
+ * MPI library (no DT_NEEDED entry, no reference the loader must resolve):
+ * pcoll_bind finds the MPI library the process itself loaded and takes
+ * from it, by dlsym, every PMPI function pcoll calls and, under Open MPI,
+ * the global objects whose addresses are its predefined handles. So a
+ * preloaded pcoll never loads an MPI of its own (another distribution's
+ * libmpich.so.12 beside a wheel's libmpi.so.12, or Debian's libmpi.so.40
+ * into a Python that later loads a wheel's), and it also works where the
+ * program loads MPI privately (mpi4py: RTLD_LOCAL). The predefined handles
+ * are macros whose values differ between MPICH (integer constants) and
+ * Open MPI (addresses of global objects), so they are compared here. */
 #ifndef PCOLL_SHIM_H
 #define PCOLL_SHIM_H
 #include <mpi.h>
+
+/* Every host function pcoll calls, bound by pcoll_bind; each is
+ * `pcoll_<name>` here and `<name>` in Rust (see the pmpi! macro). */
+#define PCOLL_HOST_FUNCTIONS(X)                                                           \
+    X(PMPI_Init) X(PMPI_Init_thread) X(PMPI_Initialized) X(PMPI_Abort)                    \
+    X(PMPI_Get_library_version) X(PMPI_Comm_rank) X(PMPI_Comm_size) X(PMPI_Comm_dup)      \
+    X(PMPI_Comm_free) X(PMPI_Comm_split) X(PMPI_Comm_split_type) X(PMPI_Comm_test_inter)  \
+    X(PMPI_Comm_set_attr) X(PMPI_Comm_get_attr) X(PMPI_Comm_create_keyval)                \
+    X(PMPI_Comm_free_keyval) X(PMPI_Comm_set_errhandler) X(PMPI_Comm_call_errhandler)     \
+    X(PMPI_Type_size) X(PMPI_Type_get_extent) X(PMPI_Type_get_true_extent)                \
+    X(PMPI_Type_get_name)                                                                 \
+    X(PMPI_Type_create_struct) X(PMPI_Type_commit) X(PMPI_Type_free)                      \
+    X(PMPI_Op_commutative) X(PMPI_Pack) X(PMPI_Unpack) X(PMPI_Reduce_local)               \
+    X(PMPI_Allreduce) X(PMPI_Reduce) X(PMPI_Bcast) X(PMPI_Gatherv) X(PMPI_Barrier)        \
+    X(PMPI_Allgather) X(PMPI_Isend) X(PMPI_Irecv) X(PMPI_Testall) X(PMPI_Win_create)      \
+    X(PMPI_Win_free) X(PMPI_Win_fence) X(PMPI_Put) X(PMPI_Get) PCOLL_HOST_FORTRAN_FUNCTIONS(X)
+
+/* Open MPI's Fortran bindings in pcoll (src/abi/fortran.rs) convert handles
+ * with these; MPICH defines them as macros, and needs no such bindings. */
+#ifdef OPEN_MPI
+#define PCOLL_HOST_FORTRAN_FUNCTIONS(X) X(PMPI_Comm_f2c) X(PMPI_Type_f2c) X(PMPI_Op_f2c)
+#else
+#define PCOLL_HOST_FORTRAN_FUNCTIONS(X)
+#endif
+
+/* The MPI-4 large-count forms: bound where the host has them (an MPI
+ * whose header declares them may still lack them, Intel MPI before 2021.11). */
+#if MPI_VERSION >= 4
+#define PCOLL_HOST_LARGE_COUNT_FUNCTIONS(X)                                               \
+    X(PMPI_Allreduce_c) X(PMPI_Reduce_c) X(PMPI_Bcast_c) X(PMPI_Gatherv_c)
+#else
+#define PCOLL_HOST_LARGE_COUNT_FUNCTIONS(X)
+#endif
+
+#define PCOLL_DECLARE_HOST_FUNCTION(name) extern __typeof__(&name) pcoll_##name;
+PCOLL_HOST_FUNCTIONS(PCOLL_DECLARE_HOST_FUNCTION)
+PCOLL_HOST_LARGE_COUNT_FUNCTIONS(PCOLL_DECLARE_HOST_FUNCTION)
+
+/* A Fortran INTEGER (Open MPI's MPI_Fint is a macro, which bindgen skips). */
+typedef MPI_Fint pcoll_fint;
+
+/* The predefined handles and constants pcoll passes to the host itself. */
+struct pcoll_handles {
+    MPI_Comm comm_world, comm_self, comm_null;
+    MPI_Datatype byte, uint64;
+    MPI_Op sum;
+    MPI_Info info_null;
+    MPI_Win win_null;
+    MPI_Request request_null;
+    MPI_Status *statuses_ignore;
+    void *in_place;
+    int undefined, comm_type_shared;
+};
+extern struct pcoll_handles pcoll_handles;
+
+/* Binds the host (once; thread-safe): returns NULL when every required
+ * function and handle was found, else a static message naming what is
+ * missing. *library is set to the path of the MPI library found (or ""). */
+const char *pcoll_bind(const char **library);
 
 /* The MPI standard's datatype groups, which decide the valid operators. */
 enum pcoll_class {
@@ -51,9 +117,6 @@ int pcoll_op_code(MPI_Op op);
  * require: whether MPI_Pack of zero elements (which refuses uncommitted
  * types) accepts it; public API only, the same on every MPI. */
 int pcoll_dtype_committed(MPI_Datatype datatype);
-
-void *pcoll_in_place(void);
-MPI_Datatype pcoll_dtype_byte(void);
 
 #ifdef OPEN_MPI
 /* A Fortran buffer argument as C sees it: Open MPI's Fortran MPI_IN_PLACE

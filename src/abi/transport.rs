@@ -1,11 +1,12 @@
 //! The PMPI transport: a schedule step's transfers as non-blocking
 //! point-to-point on the communicator's private duplicate.
 
+use super::handles;
+use super::shim::*;
 use crate::core::schedule::Xfer;
 use crate::driver::host::check;
 use crate::exec::{pieces, Buffers, RawBuffers, Transport};
 use crate::shm::wait::Backoff;
-use mpi_sys::*;
 use std::os::raw::c_int;
 
 /// All pcoll messages carry this tag. They travel on a private duplicate of
@@ -43,11 +44,11 @@ impl Transport for PmpiTransport<'_> {
         // regions are disjoint from each other and from send regions (a
         // schedule invariant the simulator checks).
         self.post(&raw, recvs, |buf, len, byte, peer, req| unsafe {
-            PMPI_Irecv(buf.cast(), len, byte, peer, TAG, comm, req)
+            pmpi!(PMPI_Irecv)(buf.cast(), len, byte, peer, TAG, comm, req)
         })?;
         // SAFETY: as above; MPI only reads a send buffer.
         self.post(&raw, sends, |buf, len, byte, peer, req| unsafe {
-            PMPI_Isend(buf.cast(), len, byte, peer, TAG, comm, req)
+            pmpi!(PMPI_Isend)(buf.cast(), len, byte, peer, TAG, comm, req)
         })?;
         // Poll rather than block in PMPI_Waitall: some hosts (MPICH's ch4)
         // busy-poll there, starving the peers of an oversubscribed node.
@@ -56,7 +57,7 @@ impl Transport for PmpiTransport<'_> {
             let mut done: c_int = 0;
             let n = self.requests.len() as c_int;
             // SAFETY: the requests just posted; completed ones become MPI_REQUEST_NULL.
-            check(unsafe { PMPI_Testall(n, self.requests.as_mut_ptr(), &mut done, RSMPI_STATUSES_IGNORE) })?;
+            check(unsafe { pmpi!(PMPI_Testall)(n, self.requests.as_mut_ptr(), &mut done, handles().statuses_ignore) })?;
             if done != 0 {
                 return Ok(());
             }
@@ -75,9 +76,8 @@ impl PmpiTransport<'_> {
         call: impl Fn(*mut u8, c_int, MPI_Datatype, c_int, *mut MPI_Request) -> c_int,
     ) -> Result<(), c_int> {
         // SAFETY: returns the MPI_BYTE handle.
-        let byte = unsafe { super::shim::pcoll_dtype_byte() };
-        // SAFETY: reads the MPI_REQUEST_NULL constant.
-        let null = unsafe { RSMPI_REQUEST_NULL };
+        let byte = handles().byte;
+        let null = handles().request_null;
         for x in xfers {
             let base = raw.locate(x.region);
             let peer = self.ranks.map_or(x.peer, |ranks| ranks[x.peer]);
