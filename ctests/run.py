@@ -74,7 +74,9 @@ unknown PCOLL_ name, PCOLL_ENABLE=0 with an invalid other, ranks started
 with different settings), of ctests/family_checks.py (the SONAME and
 family names of the build, a program linked with -lpcoll-<mpi>, the other
 MPI's library preloaded; that one is built too if it was not given), of
-ctests/header_checks.py (include/pcoll.h's functions from C and C++), of
+ctests/binding_checks.py (the library names no MPI library and binds the
+process's, also where a program opens MPI with RTLD_LOCAL; one MPI library
+mapped per rank), of ctests/header_checks.py (include/pcoll.h's functions from C and C++), of
 ctests/install_checks.py (install.sh, pkg-config's flags, --uninstall), and
 of ctests/valgrind_checks.py (under valgrind, PCOLL_SHM_ZCOPY=0 leaves no
 false "uninitialised" report, as docs/debugging.md advises).
@@ -105,6 +107,7 @@ import tempfile
 import time
 
 import env_checks
+import binding_checks
 import family_checks
 import header_checks
 import install_checks
@@ -807,6 +810,7 @@ def extra_checks(mpi, lib, exes, bdir, args, res):
     selection_checks.run(sys.modules[__name__], mpi, lib, exes, args, res)
     env_checks.run(sys.modules[__name__], mpi, lib, res)
     family_checks.run(sys.modules[__name__], mpi, lib, args, res)
+    binding_checks.run(sys.modules[__name__], mpi, lib, res)
     header_checks.run(sys.modules[__name__], mpi, lib, res)
     install_checks.run(sys.modules[__name__], mpi, lib, res)
     mismatch_checks.run(sys.modules[__name__], mpi, lib, res)
