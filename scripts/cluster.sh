@@ -105,7 +105,7 @@ cluster_ns_ids() {
 }
 
 # PIDs of processes inside any of the cluster's namespaces; with a job tag,
-# only those whose environment carries PCOLL_CLUSTER_JOB=<tag>.
+# only those whose environment carries CLUSTER_SH_JOB=<tag>.
 cluster_pids() {
   local tag=${1:-} ids p
   ids=$(cluster_ns_ids)
@@ -117,7 +117,7 @@ cluster_pids() {
       $2 in want { split($1, f, "/"); if (f[3] != self) print f[3] }' |
     sort -un |
     while read -r p; do
-      if [[ -z $tag ]] || tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "PCOLL_CLUSTER_JOB=$tag"; then
+      if [[ -z $tag ]] || tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "CLUSTER_SH_JOB=$tag"; then
         echo "$p"
       fi
     done
@@ -352,14 +352,14 @@ cmd_status() {
 # namespaces, with a fresh environment as sshd would give. The launchers
 # run inside pcoll-h0, where the hosts' namespace files are not mounted:
 # they are reached through the root of the `launch` process
-# (PCOLL_CLUSTER_ROOT_PID), which runs outside.
+# (CLUSTER_SH_ROOT_PID), which runs outside.
 cmd_rsh() {
   while [[ ${1:-} == -* ]]; do shift; done # ssh options such as -x
   (($# >= 2)) || die "rsh wants HOST COMMAND..."
   local host=$1 i root=''
   shift
-  if [[ -n ${PCOLL_CLUSTER_ROOT_PID:-} ]]; then
-    root=/proc/$PCOLL_CLUSTER_ROOT_PID/root
+  if [[ -n ${CLUSTER_SH_ROOT_PID:-} ]]; then
+    root=/proc/$CLUSTER_SH_ROOT_PID/root
   fi
   # HOST may be a name or an address.
   i=$(awk -v h="$host" '$1 == h || $2 == h { sub(/^'"$PREFIX"'/, "", $2); print $2; exit }' "$root$STATE_DIR/hosts")
@@ -370,8 +370,8 @@ cmd_rsh() {
     --mount="$root$STATE_DIR/$name.mnt" --wd=/ -- \
     env -i PATH="$PATH" HOME=/root USER=root LOGNAME=root SHELL=/bin/sh \
     ${LANG:+LANG="$LANG"} \
-    ${PCOLL_CLUSTER_ROOT_PID:+PCOLL_CLUSTER_ROOT_PID="$PCOLL_CLUSTER_ROOT_PID"} \
-    ${PCOLL_CLUSTER_JOB:+PCOLL_CLUSTER_JOB="$PCOLL_CLUSTER_JOB"} \
+    ${CLUSTER_SH_ROOT_PID:+CLUSTER_SH_ROOT_PID="$CLUSTER_SH_ROOT_PID"} \
+    ${CLUSTER_SH_JOB:+CLUSTER_SH_JOB="$CLUSTER_SH_JOB"} \
     /bin/sh -c "$*"
 }
 
@@ -446,7 +446,10 @@ cmd_launch() {
   local job
   job=$$-$(date +%s%N)
   local rc=0
-  export PCOLL_CLUSTER_ROOT_PID=$$ PCOLL_CLUSTER_JOB=$job
+  export CLUSTER_SH_ROOT_PID=$$ CLUSTER_SH_JOB=$job
+  # Hydra passes its whole environment to the ranks, and pcoll warns about
+  # PCOLL_* names it does not know.
+  unset PCOLL_CLUSTER_TIMEOUT
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   trap 'end_job "$job"; exit 130' INT TERM
   timeout -k 10 "$timeout" \
