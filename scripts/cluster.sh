@@ -10,7 +10,8 @@
 #   scripts/cluster.sh up N [--link RATE,DELAY]
 #       N hosts pcoll-h0 .. pcoll-h<N-1> (10.213.0.1 ..), bridge pcollbr0.
 #       --link 1gbit,50us: every host sends at RATE with DELAY one way
-#       (tc netem), so a ping between two hosts takes about 2*DELAY.
+#       (tc netem), so a ping between two hosts takes about 2*DELAY. A
+#       kernel without netem takes only a zero DELAY (rate by tbf).
 #   scripts/cluster.sh launch mpich|openmpi RANKS_PER_HOST [VAR=VALUE ...] -- PROGRAM [ARGS]
 #       Runs PROGRAM on every host, RANKS_PER_HOST ranks each, through the
 #       MPI's own launcher (run from pcoll-h0) over TCP, with each VAR=VALUE
@@ -147,8 +148,8 @@ parse_link() {
   rate=${spec%%,*} delay=${spec#*,}
   [[ $rate =~ ^[0-9]+(\.[0-9]+)?([kKmMgGtT]?(bit|bps))$ ]] ||
     die "--link: rate '$rate' is not a tc rate such as 100mbit, 1gbit, 10gbit"
-  [[ $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] ||
-    die "--link: delay '$delay' is not a tc time such as 50us, 1ms"
+  [[ $delay =~ ^(0|[0-9]+(\.[0-9]+)?(us|ms|s))$ ]] ||
+    die "--link: delay '$delay' is not a tc time such as 0, 50us, 1ms"
 }
 
 # Refuses to build over a cluster (or the leftovers of one).
@@ -234,15 +235,39 @@ make_host() {
     ' sh "$name" "$STATE_DIR" "$NETNS_DIR"
 }
 
+# Whether this kernel has netem (some, e.g. minimal VM kernels, have not):
+# tried on the loopback of a throwaway network namespace.
+have_netem() {
+  unshare --net -- tc qdisc add dev lo root netem delay 1us 2>/dev/null
+}
+
+# A DELAY of zero (0, 0us, 0.0ms, ...).
+zero_delay() { [[ $1 =~ ^0+(\.0*)?(us|ms|s)?$ ]]; }
+
+# Refuses a link model this kernel cannot apply, before anything is made.
+check_link() {
+  local delay=${1#*,}
+  have_netem && return 0
+  zero_delay "$delay" ||
+    die "--link $1: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so no DELAY can be added; --link ${1%%,*},0 limits the rate only (tbf)"
+}
+
 # The link model on both ends of each veth: the host sends at RATE with
 # DELAY; the bridge's port sends to the host at RATE (no delay, so a round
-# trip is 2*DELAY).
+# trip is 2*DELAY). Without netem, a zero DELAY is a plain rate limit (tbf).
 apply_link() {
-  local i=$1 rate=${2%%,*} delay=${2#*,}
-  # A limit well above netem's default 1000 packets: at 10gbit and 1 ms
-  # delay about 850 full-size packets are in flight.
-  tc -n "$(host_name "$i")" qdisc add dev "$IFACE" root netem delay "$delay" rate "$rate" limit 100000
-  tc qdisc add dev "$VETH$i" root netem rate "$rate" limit 100000
+  local i=$1 rate=${2%%,*} delay=${2#*,} ns
+  ns=$(host_name "$i")
+  if have_netem; then
+    # A limit well above netem's default 1000 packets: at 10gbit and 1 ms
+    # delay about 850 full-size packets are in flight.
+    tc -n "$ns" qdisc add dev "$IFACE" root netem delay "$delay" rate "$rate" limit 100000
+    tc qdisc add dev "$VETH$i" root netem rate "$rate" limit 100000
+  else
+    # The burst holds a 64 KiB GSO packet and then some.
+    tc -n "$ns" qdisc add dev "$IFACE" root tbf rate "$rate" burst 256kb latency 10ms
+    tc qdisc add dev "$VETH$i" root tbf rate "$rate" burst 256kb latency 10ms
+  fi
 }
 
 cmd_up() {
@@ -269,6 +294,7 @@ cmd_up() {
   done
   require_root
   require_tools ip tc nsenter unshare mountpoint sysctl
+  [[ $link == none ]] || check_link "$link"
   check_nothing_there
   # From here on, a failure takes down whatever was made.
   trap 'echo "cluster.sh: up failed; removing what it made" >&2; teardown' EXIT
@@ -342,6 +368,11 @@ cmd_status() {
     fi
     n_pids=$(nsenter --net="$NETNS_DIR/$name" -- true 2>/dev/null && ip netns pids "$name" | wc -l || echo '?')
     printf '  %-10s %-12s %s %s, %s process(es)\n' "$name" "$(host_addr "$i")" "$IFACE" "$up" "$n_pids"
+    if [[ $LINK != none ]]; then
+      printf '    host side: %s\n    switch side: %s\n' \
+        "$(tc -n "$name" qdisc show dev "$IFACE" 2>/dev/null | head -1)" \
+        "$(tc qdisc show dev "$VETH$i" 2>/dev/null | head -1)"
+    fi
   done
 }
 
