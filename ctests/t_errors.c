@@ -48,6 +48,12 @@ static const char *host_crashes[] = {
     "MPI_Reduce count=-1",
     "MPI_Allreduce op=MPI_LAND on MPI_DOUBLE",
 #endif
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 50000000
+    /* MPICH 5.0.2 (the PyPI wheel): an assertion (dt_ptr, mpir_datatype.h)
+     * aborts on MPI_DATATYPE_NULL in Allreduce and Reduce */
+    "MPI_Allreduce datatype=MPI_DATATYPE_NULL",
+    "MPI_Reduce datatype=MPI_DATATYPE_NULL",
+#endif
 #if defined(OPEN_MPI)
     /* Open MPI 4.1: segfaults in the reduction or the copy on NULL buffers */
     "MPI_Allreduce count>0 with NULL buffers",

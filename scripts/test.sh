@@ -3,7 +3,9 @@
 #   1. installs what is missing (scripts/setup.sh);
 #   2. Rust unit tests and the in-process simulator sweep (no MPI needed);
 #   3. the C test programs under MPICH and Open MPI, preloaded and linked,
-#      with PCOLL_ENABLE=0, defaults and every algorithm forced, at 1-8 ranks.
+#      with PCOLL_ENABLE=0, defaults and every algorithm forced, at 1-8 ranks;
+#      then, in a smaller matrix, under the PyPI wheels' MPICH 5 and Open
+#      MPI 5, with an mpi4py program.
 # Ends with the line "N passed, N failed"; exits non-zero on any failure.
 # Options are passed to ctests/run.py (e.g. --quick, --mpi mpich).
 set -euo pipefail
@@ -14,5 +16,5 @@ bash scripts/setup.sh
 echo "== Rust unit tests and simulator (no MPI)"
 CARGO_TARGET_DIR=target/pure cargo test --release --no-default-features --features tool
 
-echo "== C tests under MPICH and Open MPI"
+echo "== C tests under MPICH and Open MPI (Debian's, then the PyPI wheels')"
 python3 ctests/run.py "$@"
