@@ -18,6 +18,10 @@
 #       in every rank's environment. Exits with the job's status; after
 #       PCOLL_CLUSTER_TIMEOUT seconds (default 300) it ends the job's
 #       processes on every host and exits 124.
+#   scripts/cluster.sh exec HOST COMMAND...
+#       Runs COMMAND (one shell command line) on HOST (pcoll-h<i> or its
+#       address) inside its namespaces, in a fresh environment, as ssh
+#       would; e.g. `exec pcoll-h1 ls -A /dev/shm`.
 #   scripts/cluster.sh status
 #   scripts/cluster.sh down
 #       Removes everything `up` made; ends any process left in the hosts.
@@ -513,6 +517,11 @@ main() {
     launch) cmd_launch "$@" ;;
     status) cmd_status "$@" ;;
     rsh) cmd_rsh "$@" ;;
+    exec)
+      require_root
+      read_state
+      cmd_rsh "$@"
+      ;;
     -h | --help | help) usage ;;
     *) usage ;;
   esac
