@@ -87,16 +87,26 @@ ctests/install_checks.py (install.sh, pkg-config's flags, --uninstall), and
 of ctests/valgrind_checks.py (under valgrind, PCOLL_SHM_ZCOPY=0 leaves no
 false "uninitialised" report, as docs/debugging.md advises).
 
+After the matrix of both MPIs: ctests/cluster_checks.py, the t_<coll>
+programs across 2 real hosts (scripts/cluster.sh; root only, else a SKIP
+warning), auto and every multi-node algorithm forced at 1 and 2 ranks per
+host, every point-to-point one at 1. Warnings (a check that could not run,
+MPICH 4.0.2's known finalize hang after a run that passed) are listed again
+at the end and counted neither as passed nor as failed.
+
 Ends with the line "N passed, N failed"; exit code 0 only if nothing failed.
 
 Usage: python3 ctests/run.py [--quick] [--mpi mpich|openmpi|both]
                              [--ranks 1,2,3,4,5,7,8] [--lib-mpich PATH]
                              [--lib-openmpi PATH] [--programs t_a,t_b]
                              [--timeout S] [--full] [--list] [--avoid-host-bugs]
+                             [--cluster-only | --no-cluster]
 
 --list prints the plan (every run, by section) and exits; --quick runs a
 small subset (2 and 3 ranks, each algorithm once); --full lifts the budget
 cuts (every section at every rank count and layout, no sharding).
+--cluster-only builds, then runs only the checks across 2 hosts;
+--no-cluster leaves them out.
 Without a library (scripts/build.sh missing, or --no-lib) the programs run
 against stock MPI only, with a warning: useful to check the tests themselves.
 Python standard library only.
@@ -114,6 +124,7 @@ import time
 
 import env_checks
 import binding_checks
+import cluster_checks
 import family_checks
 import header_checks
 import install_checks
@@ -170,14 +181,24 @@ class Results:
         self.passed = 0
         self.failed = 0
         self.failures = []
+        self.warnings = []  # listed again at the end; neither passed nor failed
         self.time_by_mpi = {}
         self.time_by_section = {}  # {mpi: {section: seconds}}
 
+    def add_time(self, mpi, secs, section):
+        self.time_by_mpi[mpi] = self.time_by_mpi.get(mpi, 0.0) + secs
+        by = self.time_by_section.setdefault(mpi, {})
+        by[section] = by.get(section, 0.0) + secs
+
+    def warning(self, line):
+        """A result that is neither a pass nor a failure (a check that could
+        not run, or could not end cleanly for a known reason of the host's)."""
+        self.warnings.append(line)
+        warn(line)
+
     def add(self, ok, line, details="", mpi=None, secs=0.0, section="extra checks"):
         if mpi:
-            self.time_by_mpi[mpi] = self.time_by_mpi.get(mpi, 0.0) + secs
-            by = self.time_by_section.setdefault(mpi, {})
-            by[section] = by.get(section, 0.0) + secs
+            self.add_time(mpi, secs, section)
         if ok:
             self.passed += 1
             log("PASS " + line)
@@ -749,6 +770,10 @@ def run_matrix(args, res):
                 exes[(prog, "link")] = exe_l
         log("built %d programs into %s" % (len(exes), os.path.relpath(bdir, ROOT)))
 
+        if have_lib and not MPIS[mpi].get("wheel"):  # scripts/cluster.sh launches Debian's MPIs
+            args.built[mpi] = (lib, exes, bdir)
+        if args.cluster_only:
+            continue
         if have_lib and not args.list:
             if MPIS[mpi].get("wheel"):
                 # what differs under a wheel: which MPI library the process has
@@ -983,6 +1008,9 @@ def main():
     ap.add_argument("--programs", default=None, help="comma separated subset of the t_* programs")
     ap.add_argument("--timeout", type=int, default=180, help="seconds per run (default 180)")
     ap.add_argument("--list", action="store_true", help="print the planned runs and exit")
+    ap.add_argument("--cluster-only", action="store_true",
+                    help="build, then run only the checks across 2 hosts (ctests/cluster_checks.py)")
+    ap.add_argument("--no-cluster", action="store_true", help="leave out the checks across 2 hosts")
     ap.add_argument("--avoid-host-bugs", action="store_true",
                     help="set CTEST_AVOID_HOST_BUGS=1 in every run, not only where MPI_X is the host's own "
                          "(PCOLL_ENABLE=0, stock): tolerates the host MPI's known bugs even where pcoll "
@@ -1009,7 +1037,13 @@ def main():
     args.algs = None
     if not args.no_lib:
         args.algs = get_algorithms(res)
+    args.built = {}
     run_matrix(args, res)
+    if args.list:
+        if not args.no_cluster:
+            cluster_checks.list_plan(sys.modules[__name__], args)
+    elif not args.no_cluster and not args.no_lib:
+        cluster_checks.run(sys.modules[__name__], args, res, args.built)
 
     log("")
     for mpi in args.mpis:
@@ -1017,6 +1051,10 @@ def main():
             log("time %s: %.0fs in runs (%s)" % (mpi, res.time_by_mpi[mpi], ", ".join(
                 "%s %.0fs" % kv for kv in res.time_by_section[mpi].items())))
     log("total wall time: %.0fs" % (time.time() - t0))
+    if res.warnings:
+        log("warnings (neither passed nor failed):")
+        for w in res.warnings:
+            log("  " + w)
     if res.failures:
         log("failures:")
         for f in res.failures:

@@ -5,7 +5,8 @@
 #   3. the C test programs under MPICH and Open MPI, preloaded and linked,
 #      with PCOLL_ENABLE=0, defaults and every algorithm forced, at 1-8 ranks;
 #      then, in a smaller matrix, under the PyPI wheels' MPICH 5 and Open
-#      MPI 5, with an mpi4py program.
+#      MPI 5, with an mpi4py program;
+#      and (as root) t_<coll> across 2 hosts of scripts/cluster.sh.
 # Ends with the line "N passed, N failed"; exits non-zero on any failure.
 # Options are passed to ctests/run.py (e.g. --quick, --mpi mpich).
 set -euo pipefail
