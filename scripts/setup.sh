@@ -4,10 +4,12 @@
 # gfortran, g++ (the tests compile include/pcoll.h as C++), python3 and
 # matplotlib (the benchmark's plots), python3-venv (the wheels below),
 # valgrind (the tests check docs/debugging.md's advice
-# under it), and a Rust toolchain. Safe to run repeatedly.
+# under it), iproute2, util-linux and gdb (the tests across two hosts of
+# scripts/cluster.sh, and the stacks of a job that hangs there), and a Rust
+# toolchain. Safe to run repeatedly.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib python3-venv pkg-config gcc g++ make valgrind)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib python3-venv pkg-config gcc g++ make valgrind iproute2 util-linux gdb)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
