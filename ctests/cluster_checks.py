@@ -157,7 +157,7 @@ def describe(mpi, j):
 
 def list_plan(r, args):
     algs = args.algs
-    for mpi in args.mpis:
+    for mpi in [m for m in args.mpis if not r.MPIS[m].get("wheel")]:  # cluster.sh launches Debian's MPIs
         jobs = plan(algs, args.programs)
         shard(jobs, mpi)
         r.log("%s: %d cluster runs planned (2 hosts, scripts/cluster.sh; root only)" % (mpi, len(jobs)))
