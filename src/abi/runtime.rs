@@ -58,11 +58,11 @@ fn stop_if_wrong_family(version: &str) {
 }
 
 /// Binds the host MPI, the library the process loaded (src/abi/shim.h),
-/// once; every entry point runs it before its first call to the host. A
-/// process without MPI, or whose MPI lacks a function pcoll calls, stops
-/// here saying so; under the other MPI family, with the message that names
-/// the library to use.
-pub(super) fn bind() {
+/// once, and returns that library's path; every entry point runs it before
+/// its first call to the host. A process without MPI, or whose MPI lacks a
+/// function pcoll calls, stops here saying so; under the other MPI family,
+/// with the message that names the library to use.
+pub(super) fn bind() -> &'static CStr {
     let mut library = std::ptr::null();
     // SAFETY: pcoll_bind is thread-safe and returns static strings.
     let error = unsafe { super::shim::pcoll_bind(&mut library) };
@@ -76,16 +76,8 @@ pub(super) fn bind() {
         say(&format!("pcoll: {error}; pcoll cannot run under this MPI\n"));
         std::process::exit(1);
     }
-}
-
-/// The path of the host's MPI library, as bound.
-fn host_library() -> String {
-    let mut library = std::ptr::null();
-    // SAFETY: as in bind; `library` is a static NUL-terminated path.
-    unsafe {
-        super::shim::pcoll_bind(&mut library);
-        CStr::from_ptr(library).to_string_lossy().into_owned()
-    }
+    // SAFETY: a static NUL-terminated path.
+    unsafe { CStr::from_ptr(library) }
 }
 
 /// A host function called before [`bind`]: a defect in pcoll.
@@ -101,7 +93,7 @@ pub(super) fn unbound(name: &str) -> ! {
 /// library to use, or the variable and the value.
 pub(super) fn get() -> &'static Runtime {
     let runtime = RUNTIME.get_or_init(|| {
-        bind();
+        let library = bind();
         let version = host_version();
         stop_if_wrong_family(&version);
         Config::from_env().map(|cfg| {
@@ -113,7 +105,7 @@ pub(super) fn get() -> &'static Runtime {
             log::info!(
                 "pcoll {} active, host MPI: {version} ({}); configuration {:?}",
                 env!("CARGO_PKG_VERSION"),
-                host_library(),
+                library.to_string_lossy(),
                 cfg
             );
             Runtime::new(cfg)

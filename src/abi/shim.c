@@ -368,12 +368,11 @@ static void bind_host(void)
         const void *bound;
         const char *name;
     } needed[] = {
-        {bound_ompi_mpi_comm_world, "ompi_mpi_comm_world"}, {bound_ompi_mpi_comm_self, "ompi_mpi_comm_self"},
-        {bound_ompi_mpi_comm_null, "ompi_mpi_comm_null"},   {bound_ompi_mpi_byte, "ompi_mpi_byte"},
-        {bound_ompi_mpi_uint64_t, "ompi_mpi_uint64_t"},     {bound_ompi_mpi_op_sum, "ompi_mpi_op_sum"},
-        {bound_ompi_mpi_info_null, "ompi_mpi_info_null"},   {bound_ompi_mpi_win_null, "ompi_mpi_win_null"},
-        {bound_ompi_request_null, "ompi_request_null"},     {bound_ompi_mpi_datatype_null, "ompi_mpi_datatype_null"},
-        {bound_ompi_mpi_errors_return, "ompi_mpi_errors_return"},
+#define NEEDED(global) {bound_##global, #global}
+        NEEDED(ompi_mpi_comm_world), NEEDED(ompi_mpi_comm_self), NEEDED(ompi_mpi_comm_null),
+        NEEDED(ompi_mpi_byte),       NEEDED(ompi_mpi_uint64_t),  NEEDED(ompi_mpi_op_sum),
+        NEEDED(ompi_mpi_info_null),  NEEDED(ompi_mpi_win_null),  NEEDED(ompi_request_null),
+        NEEDED(ompi_mpi_datatype_null), NEEDED(ompi_mpi_errors_return),
     };
     for (size_t k = 0; k < sizeof needed / sizeof needed[0]; k++)
         if (needed[k].bound == NULL)
