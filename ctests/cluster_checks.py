@@ -333,8 +333,10 @@ def summary_problems(r, err, nranks, coll, multi):
     if not head:
         return ["no 'pcoll summary' on stderr with PCOLL_STATS=1"]
     problems = []
-    if int(head.group(1)) != nranks or "this rank only" in head.group(2):
+    if int(head.group(1)) != nranks or "this rank only" in head.group(3):
         problems.append("the summary is not job-wide for %d ranks: %r" % (nranks, head.group(0)))
+    if head.group(2) != str(HOSTS):
+        problems.append("the summary does not report the job on %d nodes: %r" % (HOSTS, head.group(0)))
     ran = {a for c, a, calls in r.SUMMARY_LINE.findall(err) if c == coll and a != "mpi" and int(calls) > 0}
     if not ran & set(multi):
         problems.append("the summary shows no %s call run by a multi-node algorithm (%s), only: %s" % (

@@ -451,7 +451,8 @@ def get_algorithms(res):
 
 # ---------------------------------------------------------------- the matrix
 
-SUMMARY_HEAD = re.compile(r"^pcoll summary: (\d+) ranks, host MPI: (.*)$", re.M)
+# groups: ranks, nodes (None when not counted), the host MPI's line
+SUMMARY_HEAD = re.compile(r"^pcoll summary: (\d+) ranks(?: on (\d+) nodes?| \(nodes not counted[^)]*\)), host MPI: (.*)$", re.M)
 SUMMARY_VERSION = re.compile(r"^pcoll version: \d+\.\d+\.\d+$", re.M)
 SUMMARY_LINE = re.compile(r"^pcoll\s+(allreduce|reduce|bcast|gatherv)\s+(\S+)\s+(\d+)\s", re.M)
 
@@ -465,7 +466,7 @@ def summary_problems(err, nranks, cenv):
     if not head:
         return ["no 'pcoll summary' on stderr with PCOLL_STATS=1: the calls did not reach pcoll"]
     problems = [] if SUMMARY_VERSION.search(err) else ["the summary does not say pcoll's version"]
-    if int(head.group(1)) != nranks or "this rank only" in head.group(2):
+    if int(head.group(1)) != nranks or "this rank only" in head.group(3):
         problems.append("the summary is not job-wide for %d ranks: %r" % (nranks, head.group(0)))
     if nranks > 1:
         ran = {}

@@ -115,7 +115,7 @@ def check_stats_file(r, mpi, lib, exe, tmp, res):
     rows, fallbacks = summary_rows(text)
     if rc != 0:
         problems.append("the program failed")
-    if not text.startswith("pcoll summary: 2 ranks, host MPI: "):
+    if not text.startswith("pcoll summary: 2 ranks on 1 node, host MPI: "):
         problems.append("no job-wide summary for 2 ranks in %s: %r" % (path, text[:200]))
     # x_repro: 16 Allreduce and 32 Reduce calls per rank
     allreduce = sum(c for (coll, alg), c in rows.items() if coll == "allreduce" and alg != "mpi")

@@ -156,10 +156,12 @@ pub fn report_at_finalize<H: Host>(host: &H, rt: &Runtime, job_wide: bool) {
 
 fn print_summary<H: Host>(host: &H, text: &str, file: Option<&Path>, job_wide: bool) {
     let mut summary = Summary::default();
+    // Every rank's state of the world holds the same node count.
+    let nodes = host.find_state(host.world()).map(|state| state.node.topo.nodes);
     if !job_wide {
         summary.add_rank(text).expect("this rank's own table");
         let file = file.map(|f| PathBuf::from(format!("{}.{}", f.display(), host.world_rank())));
-        deliver(&summary.render(&format!("{} (this rank only)", host.version())), file.as_deref());
+        deliver(&summary.render(nodes, &format!("{} (this rank only)", host.version())), file.as_deref());
         return;
     }
     let Some(tables) = gather_at_root(host, text.as_bytes()) else { return };
@@ -168,7 +170,7 @@ fn print_summary<H: Host>(host: &H, text: &str, file: Option<&Path>, job_wide: b
             say(&format!("pcoll: PCOLL_STATS: {e}\n"));
         }
     }
-    deliver(&summary.render(&host.version()), file);
+    deliver(&summary.render(nodes, &host.version()), file);
 }
 
 /// Every rank's `mine` at world rank 0, by rank (`None` elsewhere, or if

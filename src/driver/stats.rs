@@ -135,12 +135,18 @@ impl Summary {
         Ok(())
     }
 
-    /// The summary as printed: a header naming the job, one line per
-    /// collective and algorithm that ran (`mpi`: the host MPI), then the
-    /// host MPI's calls by reason.
-    pub fn render(&self, host: &str) -> String {
+    /// The summary as printed: a header naming the job (its ranks, the
+    /// nodes pcoll's node discovery found on MPI_COMM_WORLD, if it ran
+    /// there, and the host MPI), one line per collective and algorithm that
+    /// ran (`mpi`: the host MPI), then the host MPI's calls by reason.
+    pub fn render(&self, nodes: Option<usize>, host: &str) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "pcoll summary: {} ranks, host MPI: {host}", self.ranks);
+        let nodes = match nodes {
+            Some(1) => " on 1 node".to_string(),
+            Some(n) => format!(" on {n} nodes"),
+            None => " (nodes not counted: no collective on MPI_COMM_WORLD reached pcoll)".to_string(),
+        };
+        let _ = writeln!(out, "pcoll summary: {} ranks{nodes}, host MPI: {host}", self.ranks);
         let _ = writeln!(out, "pcoll version: {}", env!("CARGO_PKG_VERSION"));
         let _ = writeln!(
             out,
@@ -186,8 +192,8 @@ mod tests {
         let mut summary = Summary::default();
         summary.add_rank(&stats.to_text()).unwrap();
         summary.add_rank(&stats.to_text()).unwrap();
-        let text = summary.render("test");
-        assert!(text.starts_with("pcoll summary: 2 ranks, host MPI: test\npcoll version: 0."), "{text}");
+        let text = summary.render(Some(2), "test");
+        assert!(text.starts_with("pcoll summary: 2 ranks on 2 nodes, host MPI: test\npcoll version: 0."), "{text}");
         let line = text.lines().find(|l| l.contains("recursive_doubling")).unwrap();
         let f: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(f, ["pcoll", "allreduce", "recursive_doubling", "4", "2000", "1.500000", "0.750000"], "{text}");
@@ -215,8 +221,8 @@ mod tests {
         summary.add_rank(&a.to_text()).unwrap();
         summary.add_rank(&b.to_text()).unwrap();
         summary.add_rank("").unwrap();
-        let text = summary.render("h");
-        assert!(text.starts_with("pcoll summary: 3 ranks"), "{text}");
+        let text = summary.render(None, "h");
+        assert!(text.starts_with("pcoll summary: 3 ranks (nodes not counted"), "{text}");
         // After the head, version and column lines, registry order:
         // recursive_doubling before ring, the host last.
         let rows: Vec<&str> = text.lines().skip(3).take(3).map(|l| l.split_whitespace().nth(2).unwrap()).collect();

@@ -375,7 +375,7 @@ mod tests {
         assert!(here.contains(&"shm_flat") && here.contains(&"ring") && !here.contains(&"hier"), "{here:?}");
         let spread = candidates(Coll::Allreduce, 4, Topo { nodes: 2, ..one_node });
         assert!(spread.contains(&"hier") && !spread.contains(&"shm_flat"), "{spread:?}");
-        let summary = "pcoll summary: 2 ranks, host MPI: x\n\
+        let summary = "pcoll summary: 2 ranks on 1 node, host MPI: x\n\
                        pcoll   collective algorithm calls bytes time_s_sum time_s_max\n\
                        pcoll   allreduce  ring        10 80 0.1 0.1\n\
                        pcoll   allreduce  mpi         4  0  0.1 0.1\n\

@@ -674,7 +674,7 @@ fn the_finalize_summary_covers_every_rank() {
     let file = std::env::temp_dir().join(format!("pcoll-driver-test-{}.txt", std::process::id()));
     let path = file.to_str().unwrap();
     let vars = [("PCOLL_STATS_FILE", path), ("PCOLL_ALLREDUCE", "recursive_doubling"), ("PCOLL_BCAST", "mpi")];
-    let world = World::one_node(3, &vars);
+    let world = World::new(&[0, 0, 1], &vars, vec![]);
     world.run(|h| {
         let mine = bytes_of(&input(h.rank, 6));
         let mut recv = vec![0u8; 24];
@@ -688,7 +688,7 @@ fn the_finalize_summary_covers_every_rank() {
     world.run(|h| super::runtime::report_at_finalize(&h, &world.rt, true));
     let text = std::fs::read_to_string(&file).expect("rank 0 wrote the summary");
     let _ = std::fs::remove_file(&file);
-    assert!(text.contains("3 ranks, host MPI: the test host"), "{text}");
+    assert!(text.contains("3 ranks on 2 nodes, host MPI: the test host"), "{text}");
     let row = text.lines().find(|l| l.contains("recursive_doubling")).expect("the algorithm's row");
     // the three ranks share one process here, and so one table: each
     // reports it, so the job-wide sums count every call three times
