@@ -193,8 +193,15 @@ launcher_of() {
 }
 # Intel's libmpi.so.12 ahead of MPICH 5's (the program's RUNPATH), and its
 # shared-memory fabric (the only one this machine needs; impi-rt comes
-# without the libfabric the network fabrics use)
-host_env_of() { case "$1" in impi) printf '%s\n' "LD_LIBRARY_PATH=$HOSTS/impi/lib" I_MPI_FABRICS=shm ;; esac; }
+# without the libfabric the network fabrics use). Open MPI 5's one-sided
+# UCX component finds no UCX device here and says so on every rank when the
+# handoff probe makes its window: the other one-sided components serve.
+host_env_of() {
+    case "$1" in
+        impi) printf '%s\n' "LD_LIBRARY_PATH=$HOSTS/impi/lib" I_MPI_FABRICS=shm ;;
+        openmpi5) echo "OMPI_MCA_osc=^ucx" ;;
+    esac
+}
 
 declare -A LIB EXE
 MPI_LIST=()
