@@ -496,7 +496,8 @@ pub static ALGORITHMS: &[Algorithm] = &[
         multinode::allreduce_salar::run,
     )
     .from_seed("003")
-    .with_params(multinode::allreduce_salar::PARAMS),
+    .with_params(multinode::allreduce_salar::PARAMS)
+    .with_check(multinode::allreduce_salar::check),
     Algorithm::hier(
         Coll::Reduce,
         "hier",

@@ -46,12 +46,15 @@ pub struct Topo {
     pub zcopy: bool,
     /// Bytes of a segment's chunk area.
     pub chunk: usize,
+    /// The node leaders can make a one-sided window (SALaR): false from
+    /// the call where making one failed at any leader of the communicator.
+    pub one_sided: bool,
 }
 
 impl Default for Topo {
     /// One node without a segment (the simulator's view).
     fn default() -> Topo {
-        Topo { nodes: 1, contiguous: true, shm: false, zcopy: false, chunk: 0 }
+        Topo { nodes: 1, contiguous: true, shm: false, zcopy: false, chunk: 0, one_sided: true }
     }
 }
 

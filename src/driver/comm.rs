@@ -46,6 +46,10 @@ pub struct CommState<H: Host> {
     pub node: NodeState,
     /// The node leaders' one-sided window (SALaR).
     pub leaders: Mutex<Leaders<H>>,
+    /// Whether the leaders can make that window ([`Topo::one_sided`]):
+    /// cleared at every rank at the call where it failed, so that the
+    /// calls after choose another algorithm. Read by every call.
+    pub one_sided: AtomicBool,
     /// What the node-aware compositions remember between calls.
     pub memo: Mutex<Memo>,
     /// The private duplicate of the user's communicator, which carries
@@ -81,7 +85,9 @@ pub type SegmentPool<H> = Mutex<Pool<Kept<H>>>;
 
 impl<H: Host> CommState<H> {
     pub fn topo(&self) -> Topo {
-        self.node.topo
+        // Relaxed: only the thread that runs this communicator's calls
+        // writes it, between calls.
+        Topo { one_sided: self.one_sided.load(Relaxed), ..self.node.topo }
     }
 
     /// The node's segment and the peer memory of its ranks (zero copy,
@@ -271,6 +277,7 @@ impl NodeState {
             shm: reports.iter().all(|r| r.segment),
             zcopy: (0..reports.len()).all(zero_copy),
             chunk: cfg.chunk,
+            one_sided: true,
         };
         NodeState { rank, size, node_of, local_of, topo, settings: cfg.node_settings(oversubscribed), state }
     }

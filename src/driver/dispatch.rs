@@ -9,7 +9,7 @@ use super::runtime::Runtime;
 use super::thread::PerThread;
 use super::window::Leaders;
 use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
-use crate::algos::multinode::{BetweenPlan, OneSided};
+use crate::algos::multinode::{BetweenPlan, NoWindow, OneSided};
 use crate::algos::node::gatherv_shm::Gather;
 use crate::algos::node::{reduction, NodeCall, NodeMemory, Team};
 use crate::algos::{Impl, ALGORITHMS};
@@ -345,8 +345,8 @@ impl<H: Host> BetweenNodes for HostBetween<'_, H> {
         }
     }
 
-    fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
-        let leaders = self.leaders.insert(self.state.leaders.lock().unwrap());
+    fn one_sided(&mut self, leader: bool, bytes: usize) -> Result<Option<&mut dyn OneSided>, NoWindow> {
+        let leaders = self.leaders.get_or_insert_with(|| self.state.leaders.lock().unwrap());
         leaders.window(self.host, self.state, leader, bytes)
     }
 }

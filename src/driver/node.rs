@@ -131,6 +131,7 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
         schedules: Mutex::default(),
         node,
         leaders: Mutex::default(),
+        one_sided: AtomicBool::new(true),
         memo: Mutex::default(),
         private,
         node_comm,

@@ -5,13 +5,20 @@
 //! paid once) and grown, collectively among the leaders, when a call
 //! needs more. Freed with the communicator, or at MPI_Finalize (a window
 //! left to MPI_Finalize crashes UCX under MPICH).
+//!
+//! Making it may fail: Open MPI 4.1 across hosts over TCP has no
+//! one-sided component for it unless osc/pt2pt is allowed (MPI_ERR_WIN).
+//! Every rank of the communicator learns at the same call whether every
+//! leader has it, and where one has not, the communicator's calls stop
+//! choosing SALaR ([`CommState::one_sided`]).
 
 use super::comm::CommState;
 use super::host::{Access, Code, Host, Split};
-use crate::algos::multinode::OneSided;
+use crate::algos::multinode::{NoWindow, OneSided};
 use crate::shm::os::{random_word, HostLock, NotTaken};
 use crate::shm::segment::PAGE;
 use std::alloc::Layout;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -20,21 +27,32 @@ pub struct Leaders<H: Host> {
     /// The leaders' communicator (null at other ranks), once split.
     comm: Option<H::Comm>,
     window: Option<Window<H>>,
+    /// Bytes of the window every leader holds (0: none), known at every
+    /// rank, so that all take part when it is made.
+    made: usize,
 }
 
 impl<H: Host> Default for Leaders<H> {
     fn default() -> Leaders<H> {
-        Leaders { comm: None, window: None }
+        Leaders { comm: None, window: None, made: 0 }
     }
 }
 
 impl<H: Host> Leaders<H> {
-    /// The window of at least `bytes` at a leader, `None` elsewhere. Every
+    /// The window of at least `bytes` at a leader, `None` elsewhere, or
+    /// [`NoWindow`] at every rank if a leader could not make it. Every
     /// rank of the state's communicator calls this at the same point of
-    /// the same call (the first time, the split is collective over the
-    /// private duplicate; a larger window is made collectively among the
-    /// leaders, who all ask for the same size).
-    pub fn window(&mut self, host: &H, state: &CommState<H>, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
+    /// the same call, with the same `bytes` (the first time, the split is
+    /// collective over the private duplicate; a larger window is made
+    /// collectively among the leaders, and whether every leader made it is
+    /// agreed over the private duplicate).
+    pub fn window(
+        &mut self,
+        host: &H,
+        state: &CommState<H>,
+        leader: bool,
+        bytes: usize,
+    ) -> Result<Option<&mut dyn OneSided>, NoWindow> {
         let comm = match self.comm {
             Some(comm) => comm,
             None => {
@@ -43,14 +61,42 @@ impl<H: Host> Leaders<H> {
                 *self.comm.insert(split.unwrap_or_else(|rc| failed("splitting the node leaders off", rc)))
             }
         };
-        if !leader {
-            return None;
-        }
-        if self.window.as_ref().is_none_or(|w| w.bytes < bytes) {
+        let bytes = bytes.next_multiple_of(PAGE);
+        if self.made < bytes {
             self.free_window();
-            self.window = Some(Window::create(*host, comm, bytes));
+            self.made = 0;
+            let made = leader.then(|| Window::create(*host, comm, bytes));
+            let mine = u64::from(!matches!(made, Some(Err(_))));
+            let everywhere = host
+                .allgather_words(state.private, &[mine])
+                .unwrap_or_else(|rc| failed("agreeing on the leaders' window", rc))
+                .iter()
+                .all(|&ok| ok == 1);
+            match made {
+                Some(Ok(mut window)) if everywhere => {
+                    window.id = Window::agree_on_id(host, comm);
+                    self.window = Some(window);
+                }
+                None if everywhere => {}
+                _ => {
+                    // A window some leaders made and others did not is
+                    // left to the host, and its memory with it: freeing it
+                    // would wait for the leaders without one.
+                    state.one_sided.store(false, Relaxed);
+                    if state.rank == 0 {
+                        log::warn!(
+                            "the node leaders could not make SALaR's one-sided window of {bytes} B on a communicator of \
+                             {} ranks (the host MPI refused it; Open MPI across hosts needs osc pt2pt): this call \
+                             runs hier, and later calls on the communicator choose another algorithm",
+                            state.size
+                        );
+                    }
+                    return Err(NoWindow);
+                }
+            }
+            self.made = bytes;
         }
-        self.window.as_mut().map(|w| w as &mut dyn OneSided)
+        Ok(if leader { self.window.as_mut().map(|w| w as &mut dyn OneSided) } else { None })
     }
 
     fn free_window(&mut self) {
@@ -106,9 +152,9 @@ fn failed(what: &str, rc: Code) -> ! {
 }
 
 impl<H: Host> Window<H> {
-    /// Whole pages, page-aligned, zeroed; collective over `comm`.
-    fn create(host: H, comm: H::Comm, bytes: usize) -> Window<H> {
-        let bytes = bytes.next_multiple_of(PAGE);
+    /// `bytes` (whole pages), page-aligned, zeroed; collective over
+    /// `comm`. Numbered 0: the leaders number it once all have it.
+    fn create(host: H, comm: H::Comm, bytes: usize) -> Result<Window<H>, Code> {
         let layout = Self::layout(bytes);
         // SAFETY: a non-zero size (at least one page).
         let base = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -123,8 +169,16 @@ impl<H: Host> Window<H> {
                 false => host.win_create(comm, base, bytes),
             }
         };
-        let win = win.unwrap_or_else(|rc| failed(&format!("creating the leaders' window of {bytes} bytes"), rc));
-        Window { host, win, base, bytes, id: Self::agree_on_id(&host, comm) }
+        match win {
+            Ok(win) => Ok(Window { host, win, base, bytes, id: 0 }),
+            Err(rc) => {
+                // SAFETY: allocated above with this layout; the host kept
+                // no reference to it.
+                unsafe { std::alloc::dealloc(base, layout) };
+                log::debug!("MPI_Win_create of the leaders' window of {bytes} B failed: MPI error {rc}");
+                Err(rc)
+            }
+        }
     }
 
     /// Creates the window while no other window is being created on any
@@ -164,10 +218,11 @@ impl<H: Host> Window<H> {
             pause = (pause * 2).min(LOCK_PAUSE_LAST);
         };
         // SAFETY: as the caller promised.
-        let win = unsafe { host.win_create(comm, base, bytes) }?;
+        let win = unsafe { host.win_create(comm, base, bytes) };
+        // every leader, whether it made the window or not
         host.barrier(comm)?;
         drop(lock);
-        Ok(win)
+        win
     }
 
     /// The first leader numbers the window (its world rank, its count of

@@ -44,6 +44,8 @@ gatherv nodes=1 shm
 allreduce nodes>=2 bytes<64K hier
 allreduce nodes>=2 bytes<4M dpml
 allreduce nodes>=2 salar
+# where the leaders cannot make SALaR's one-sided window
+allreduce nodes>=2 dpml
 reduce nodes>=2 hier
 bcast nodes>=2 hier
 gatherv nodes>=2 hier

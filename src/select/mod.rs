@@ -231,6 +231,22 @@ mod tests {
     }
 
     #[test]
+    fn across_nodes_dpml_takes_salar_s_sizes_where_the_leaders_have_no_window() {
+        let spread = Topo { nodes: 2, shm: true, chunk: 1 << 16, ..Topo::default() };
+        let pick = |topo: Topo, bytes: usize| match decide(
+            &Config::default(),
+            &CallDesc { topo, ..desc(Coll::Allreduce, 4, bytes) },
+            Some(bytes),
+        ) {
+            Decision::Run(a, _, _) => a.name,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(pick(spread, 8 << 20), "salar");
+        assert_eq!(pick(Topo { one_sided: false, ..spread }, 8 << 20), "dpml");
+        assert_eq!(pick(Topo { one_sided: false, ..spread }, 1 << 20), "dpml");
+    }
+
+    #[test]
     fn reproducible_reductions_run_only_canonical_algorithms() {
         let name = |d: Decision| match d {
             Decision::Run(a, _, reason) => (a.name, reason.to_string()),

@@ -91,7 +91,7 @@ mod tests {
     use super::*;
 
     fn desc(coll: Coll, bytes: usize, zcopy: bool) -> CallDesc {
-        let topo = Topo { nodes: 3, contiguous: true, shm: true, zcopy, chunk: 1 << 16 };
+        let topo = Topo { nodes: 3, contiguous: true, shm: true, zcopy, chunk: 1 << 16, one_sided: true };
         CallDesc { coll, rank: 0, size: 6, root: 0, bytes, unit: 8, commutative: true, in_place: false, topo }
     }
 

@@ -293,7 +293,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let o = parse_options(args).map_err(|e| format!("{e}\n\n{HELP}"))?;
     let cfg = Config::from_env().map_err(|e| e.to_string())?;
     let nodes = cfg.shm.ranks_per_node.map_or(1, |per| o.ranks.div_ceil(per));
-    let topo = Topo { nodes, contiguous: true, shm: cfg.shm.enable, zcopy: cfg.shm.zcopy, chunk: cfg.shm.chunk };
+    let topo = Topo {
+        nodes,
+        contiguous: true,
+        shm: cfg.shm.enable,
+        zcopy: cfg.shm.zcopy,
+        chunk: cfg.shm.chunk,
+        one_sided: true,
+    };
     let shape = Shape { procs: o.ranks, nodes };
     let repo = repository();
     let lib = library(&o, repo.as_deref())?;
@@ -370,7 +377,7 @@ mod tests {
 
     #[test]
     fn candidates_follow_the_job_shape_and_stats_say_what_ran() {
-        let one_node = Topo { nodes: 1, contiguous: true, shm: true, zcopy: true, chunk: 1 << 16 };
+        let one_node = Topo { nodes: 1, contiguous: true, shm: true, zcopy: true, chunk: 1 << 16, one_sided: true };
         let here = candidates(Coll::Allreduce, 4, one_node);
         assert!(here.contains(&"shm_flat") && here.contains(&"ring") && !here.contains(&"hier"), "{here:?}");
         let spread = candidates(Coll::Allreduce, 4, Topo { nodes: 2, ..one_node });

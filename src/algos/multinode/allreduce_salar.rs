@@ -41,6 +41,11 @@
 //! order with nodes of consecutive ranks). Every rank copies the same
 //! blocks: bitwise identical results.
 //!
+//! Where the leaders cannot make the window (the host MPI refuses it at
+//! one of them; all ranks learn it at the same call), that call runs
+//! [`super::allreduce_hier`], and [`check`] turns SALaR down for the
+//! communicator's later calls.
+//!
 //! Limitations: the chunk fits a segment chunk area (PCOLL_SHM_CHUNK).
 //! Memory: the window, three chunk areas per leader. Cost per chunk of `m`
 //! bytes, `N` nodes of `q` ranks, after the pipeline fills: the larger of
@@ -50,8 +55,7 @@
 use crate::shm::team::Mismatch;
 use std::time::Instant;
 
-use super::OneSided;
-use super::Part;
+use super::{allreduce_hier, Memo, NoWindow, NodeMap, OneSided, Part};
 use crate::adapt::chunk::ChunkSearch;
 use crate::algos::node::reduction::{chunk_len, fold, slice_bytes, vector_len};
 use crate::algos::node::NodeCall;
@@ -89,16 +93,26 @@ impl WindowLayout {
 /// Published word of the node's last step: the next call's chunk size.
 const NEXT_CHUNK: usize = 0;
 
-/// SALaR Allreduce. `fixed` is a chunk size that turns the tuning off.
-pub fn allreduce(part: Part<'_, '_>, desc: &CallDesc, bufs: Buffers<'_>, fixed: Option<usize>, c: &dyn Combiner) {
+/// SALaR Allreduce at communicator rank `rank`, with the leader's `window`
+/// (`None` at the other ranks) laid out as `layout`. `fixed` is a chunk
+/// size that turns the tuning off.
+#[allow(clippy::too_many_arguments)]
+fn allreduce(
+    team: &mut Team<'_>,
+    map: &NodeMap<'_>,
+    rank: usize,
+    memo: &mut Memo,
+    desc: &CallDesc,
+    bufs: Buffers<'_>,
+    (window, layout): (Option<&mut dyn OneSided>, WindowLayout),
+    fixed: Option<usize>,
+    c: &dyn Combiner,
+) {
     let started = Instant::now();
-    let Part { team, map, rank, inter, memo, .. } = part;
     let unit = desc.unit;
     let n = vector_len(&bufs);
     let max_chunk = chunk_len(team, unit);
     let nodes = map.nodes();
-    let layout = WindowLayout::new(max_chunk, nodes, unit);
-    let window = inter.one_sided(team.rank == 0, layout.bytes);
     let state = memo.salar.class(n, max_chunk);
     let chunk = (fixed.unwrap_or(state.next).min(max_chunk) / unit).max(1) * unit;
     // Rank 0 decides the next call's chunk before this call's data moves.
@@ -328,10 +342,29 @@ pub const PARAMS: &[ParamSpec] = &[ParamSpec {
 
 /// SALaR, as the registry runs it.
 pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
-    let (bufs, _, _) = call.into_reduction();
-    let fixed = part.params.first().filter(|&&b| b > 0).map(|&b| b as usize);
-    allreduce(part, desc, bufs, fixed, c);
-    Ok(())
+    let Part { team, map, rank, inter, params, leaders, plan, memo } = part;
+    let layout = WindowLayout::new(chunk_len(team, desc.unit), map.nodes(), desc.unit);
+    let fixed = params.first().filter(|&&b| b > 0).map(|&b| b as usize);
+    match inter.one_sided(team.rank == 0, layout.bytes) {
+        Ok(window) => {
+            let (bufs, _, _) = call.into_reduction();
+            allreduce(team, map, rank, memo, desc, bufs, (window, layout), fixed, c);
+            Ok(())
+        }
+        Err(NoWindow) => {
+            allreduce_hier::run(Part { team, map, rank, inter, params, leaders, plan, memo }, desc, call, c)
+        }
+    }
+}
+
+/// Whether SALaR can run a call: as every composition, and while the
+/// leaders can make their window.
+pub fn check(desc: &CallDesc) -> Result<(), &'static str> {
+    super::check(desc)?;
+    match desc.topo.one_sided {
+        true => Ok(()),
+        false => Err("the node leaders could not make a one-sided window on this communicator"),
+    }
 }
 
 #[cfg(test)]

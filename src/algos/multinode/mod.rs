@@ -149,8 +149,16 @@ pub trait BetweenNodes {
     /// The leaders' one-sided window of at least `bytes` (SALaR). Every
     /// rank of the communicator calls it at the same point (setting it up
     /// may be collective); a leader gets its window, the others `None`.
-    fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided>;
+    /// [`NoWindow`] at every rank alike where a leader could not make it.
+    fn one_sided(&mut self, leader: bool, bytes: usize) -> Result<Option<&mut dyn OneSided>, NoWindow>;
 }
+
+/// The node leaders could not make their one-sided window (the host MPI
+/// refused it at one of them, e.g. Open MPI 4.1 across hosts over TCP
+/// without osc/pt2pt); every rank of the communicator learns it at the
+/// same call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoWindow;
 
 /// What the compositions remember of a communicator between calls.
 #[derive(Debug, Default)]

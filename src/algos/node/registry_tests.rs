@@ -27,7 +27,7 @@ const CALLS: usize = 24;
 
 /// A call as the registry's check sees it on this node.
 fn desc(coll: Coll, rank: usize, size: usize, root: usize, bytes: usize) -> CallDesc {
-    let topo = Topo { nodes: 1, contiguous: true, shm: true, zcopy: true, chunk: GEO.chunk };
+    let topo = Topo { nodes: 1, contiguous: true, shm: true, zcopy: true, chunk: GEO.chunk, one_sided: true };
     CallDesc { coll, rank, size, root, bytes, unit: 8, commutative: false, in_place: false, topo }
 }
 

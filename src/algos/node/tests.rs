@@ -925,10 +925,10 @@ mod multi {
     use super::*;
     use crate::adapt::chunk::Tuners;
     use crate::algos;
-    use crate::algos::multinode::OneSided;
     use crate::algos::multinode::{allreduce_hier, bcast_hier, gatherv_hier, reduce_hier};
     use crate::algos::multinode::{BetweenNodes, Memo, NodeMap, Part};
     use crate::algos::multinode::{BetweenPlan, HierFn, StagePlan};
+    use crate::algos::multinode::{NoWindow, OneSided};
     use crate::algos::node::gatherv_shm::Gather;
     use crate::algos::node::NodeCall;
     use crate::core::call::{CallDesc, GatherLayout, Topo};
@@ -1011,9 +1011,9 @@ mod multi {
             crate::exec::run(&sched, &mut bufs, &mut t, c).unwrap();
         }
 
-        fn one_sided(&mut self, leader: bool, bytes: usize) -> Option<&mut dyn OneSided> {
+        fn one_sided(&mut self, leader: bool, bytes: usize) -> Result<Option<&mut dyn OneSided>, NoWindow> {
             if !leader {
-                return None;
+                return Ok(None);
             }
             let (shared, me) = (self.windows, self.node);
             let w =
@@ -1021,7 +1021,7 @@ mod multi {
             if w.local.len() < bytes {
                 w.local.resize(bytes, 0);
             }
-            Some(w)
+            Ok(Some(w))
         }
     }
 
@@ -1144,7 +1144,7 @@ mod multi {
         let heaps: Vec<HeapSegment> =
             sizes.iter().map(|&s| HeapSegment::new(Geometry { ranks: s, ..TEST_GEO })).collect();
         let contiguous = node_of.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1);
-        let topo = Topo { nodes, contiguous, shm: true, zcopy: true, chunk: TEST_GEO.chunk };
+        let topo = Topo { nodes, contiguous, shm: true, zcopy: true, chunk: TEST_GEO.chunk, one_sided: true };
         let mail = Mail::default();
         let windows = SharedWindows::new(nodes);
         let map = NodeMap { node_of, local_of: &local_of };

@@ -120,6 +120,9 @@ pub struct World {
     windows_made: Mutex<HashMap<(Comm, usize), usize>>,
     pub windows_created: AtomicUsize,
     windows_freed: Mutex<Vec<(usize, usize)>>,
+    /// Threads (bits) whose MPI_Win_create fails (as Open MPI 4.1's
+    /// across hosts without osc/pt2pt).
+    pub no_window: AtomicU64,
     /// Control broadcasts so far, by communicator; allgathers of words by
     /// any rank.
     bcasts: Mutex<HashMap<Comm, usize>>,
@@ -165,6 +168,7 @@ impl World {
             windows_made: Mutex::default(),
             windows_created: AtomicUsize::new(0),
             windows_freed: Mutex::default(),
+            no_window: AtomicU64::new(0),
             registry: States::new(),
             bcasts: Mutex::default(),
             allgathers: AtomicUsize::new(0),
@@ -522,6 +526,9 @@ impl Host for TestHost {
     }
 
     unsafe fn win_create(&self, comm: Comm, base: *mut u8, bytes: usize) -> Result<TestWin, Code> {
+        if self.world.no_window.load(Ordering::Relaxed) & (1 << self.rank) != 0 {
+            return Err(ERR_WIN);
+        }
         let (me, size) = (self.comm_rank(comm), self.members(comm).len());
         let nth = {
             let mut made = self.world.windows_made.lock().unwrap();
@@ -741,6 +748,7 @@ pub const ERR_TYPE: Code = 3;
 pub const ERR_ARG: Code = 12;
 pub const ERR_TRUNCATE: Code = 15;
 pub const ERR_OTHER: Code = 16;
+pub const ERR_WIN: Code = 45;
 
 /// The node's memory of a test rank: heap segments, found by name while
 /// the name is linked; peer memory by plain copies. The world's

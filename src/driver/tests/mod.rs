@@ -247,7 +247,7 @@ fn forced_choices_that_cannot_run_go_to_the_host() {
 fn a_plan_carries_node_stages_only_for_a_composition() {
     let world = World::one_node(1, &[]);
     let rt = &world.rt;
-    let topo = Topo { nodes: 2, contiguous: true, shm: true, zcopy: true, chunk: 65536 };
+    let topo = Topo { nodes: 2, contiguous: true, shm: true, zcopy: true, chunk: 65536, one_sided: true };
     let desc = CallDesc {
         coll: Coll::Allreduce,
         rank: 0,
@@ -498,6 +498,37 @@ fn compositions_run_between_nodes_over_the_host() {
             assert!(ran.iter().any(|r| r == want), "{want} not in {ran:?}");
         }
     }
+}
+
+#[test]
+fn where_a_leader_cannot_make_the_window_salar_hands_its_call_to_hier_and_is_not_chosen_again() {
+    // nodes {0}, {1, 2}, {3}: leaders 0, 1 and 3; leader 3's host refuses
+    // one-sided windows
+    let world = World::new(&[0, 1, 1, 2], &[("PCOLL_ALLREDUCE", "salar"), ("PCOLL_SHM_CHUNK", "4K")], vec![]);
+    world.no_window.store(1 << 3, Ordering::Relaxed);
+    world.run(|h| {
+        for (call, count) in [3000, 37, 3000].into_iter().enumerate() {
+            let mine = bytes_of(&input(h.rank, count));
+            let mut recv = vec![0u8; 4 * count];
+            let outcome = reduce_call(h, Some(&mine), &mut recv, count as i64, Ty::I32, Op::Sum, None, WORLD);
+            if call == 0 {
+                // planned as SALaR, run by hier
+                assert_eq!(outcome, Done(SUCCESS), "rank {}", h.rank);
+                assert_eq!(i32s_of(&recv), summed(4, count), "rank {}", h.rank);
+            } else {
+                assert_eq!(
+                    outcome,
+                    Forward("the node leaders could not make a one-sided window on this communicator"),
+                    "call {call} rank {}",
+                    h.rank
+                );
+            }
+            assert!(!world.state(WORLD, h.rank).unwrap().topo().one_sided, "rank {}", h.rank);
+        }
+    });
+    // leaders 0 and 1 made theirs, abandoned with the attempt
+    assert_eq!(world.windows_created.load(Ordering::Relaxed), 2);
+    assert!((0..4).all(|r| world.freed_windows(r).is_empty()));
 }
 
 #[test]

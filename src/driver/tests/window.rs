@@ -19,7 +19,7 @@ fn the_leaders_window_is_made_once_reused_and_grown_when_a_call_needs_more() {
         let mut leaders = state.leaders.lock().unwrap();
         let mut sizes = vec![];
         for bytes in [100, PAGE, PAGE + 1, 10, 3 * PAGE] {
-            let window = leaders.window(&h, state, leader, bytes);
+            let window = leaders.window(&h, state, leader, bytes).expect("every leader makes the window");
             assert_eq!(window.is_some(), leader, "rank {}", h.rank);
             let Some(w) = window else { continue };
             sizes.push(w.local().len());
@@ -58,7 +58,7 @@ fn at_finalize_every_state_is_released_and_windows_go_in_the_job_wide_order() {
             .map(|comm| {
                 let state = h.create_state(comm).unwrap();
                 let mut leaders = state.leaders.lock().unwrap();
-                let base = leaders.window(&h, state, true, 100).unwrap().local().as_ptr() as usize;
+                let base = leaders.window(&h, state, true, 100).unwrap().unwrap().local().as_ptr() as usize;
                 (leaders.window_id(), base)
             })
             .collect();
