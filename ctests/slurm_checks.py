@@ -207,23 +207,31 @@ def run_job(r, mpi, lib, exe, algs, res):
 
 
 def leftovers():
-    """Processes of ours still running: Slurm daemons and munged whose
-    command line or environment names the state dir."""
+    """Processes of ours still running (zombies aside): Slurm daemons,
+    sruns and munged whose command line or environment names the state
+    dir."""
     left = []
     want = STATE_DIR.encode()
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
+            with open("/proc/%s/stat" % d, "rb") as f:
+                if f.read().rsplit(b") ", 1)[-1][:1] == b"Z":
+                    continue
             with open("/proc/%s/cmdline" % d, "rb") as f:
                 cmd = f.read()
-            name = os.path.basename(cmd.split(b"\0")[0]).decode("utf-8", "replace")
-            if name not in ("slurmctld", "slurmd", "slurmstepd", "munged", "srun"):
-                continue
+        except OSError:
+            continue
+        name = os.path.basename(cmd.split(b"\0")[0]).decode("utf-8", "replace")
+        if not name.startswith(("slurmctld", "slurmd", "slurmstepd", "munged", "srun")):
+            continue
+        env = b""
+        try:
             with open("/proc/%s/environ" % d, "rb") as f:
                 env = f.read()
         except OSError:
-            continue
+            pass
         if want in cmd or want in env:
             left.append("%s %s" % (d, name))
     return left

@@ -235,27 +235,46 @@ cmd_up() {
 
 # --- down ------------------------------------------------------------------
 
-# The PIDs of our daemons: those whose SLURM_CONF is ours or whose command
-# line names the state dir (munged), and the slurmstepds they left.
+# The PIDs of our daemons, whose command line names the state dir
+# (munged) or whose SLURM_CONF is ours, and of our jobs: sruns and the
+# processes of job steps (SLURM_JOB_ID and our SLURM_CONF; slurmstepd ends
+# them too, but one may be gone already).
 our_pids() {
-  local d cmd
+  local d stat args envs cmd ours job
   for d in /proc/[0-9]*; do
     [[ ${d#/proc/} == "$$" ]] && continue
-    cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
-    case $cmd in
-      slurmctld* | */slurmctld* | slurmd* | */slurmd* | slurmstepd* | */slurmstepd* | munged* | */munged*)
-        if [[ $cmd == *"$STATE_DIR"* ]] || tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$STATE_DIR/slurm.conf"; then
-          echo "${d#/proc/}"
-        fi
+    # not a zombie: it has no environment left and is gone but for its parent's wait
+    read -r stat 2>/dev/null <"$d/stat" || continue
+    stat=${stat##*) }
+    [[ ${stat%% *} != Z ]] || continue
+    mapfile -d '' args 2>/dev/null <"$d/cmdline" || continue
+    ((${#args[@]})) || continue # a kernel thread
+    mapfile -d '' envs 2>/dev/null <"$d/environ" || envs=()
+    cmd="${args[*]}" ours=0 job=0
+    [[ " ${envs[*]} " == *" SLURM_CONF=$STATE_DIR/slurm.conf "* ]] && ours=1
+    [[ " ${envs[*]} " == *" SLURM_JOB_ID="* ]] && job=1
+    case ${args[0]} in
+      slurmctld | */slurmctld | slurmd | */slurmd | slurmstepd* | */slurmstepd | munged | */munged)
+        [[ $ours == 1 || $cmd == *"$STATE_DIR"* ]] && echo "${d#/proc/}"
+        ;;
+      srun | */srun)
+        [[ $ours == 1 ]] && echo "${d#/proc/}"
+        ;;
+      *)
+        [[ $ours == 1 && $job == 1 ]] && echo "${d#/proc/}"
         ;;
     esac
   done
+  return 0
 }
 
-teardown() {
+# Ends our processes: TERM, then KILL for those left after 10 s; a few
+# rounds, since a slurmstepd or srun may outlive the daemon it served.
+end_ours() {
   local pids p i left
-  mapfile -t pids < <(our_pids)
-  if ((${#pids[@]})); then
+  for _ in 1 2 3; do
+    mapfile -t pids < <(our_pids)
+    ((${#pids[@]})) || return 0
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for i in $(seq 20); do
       left=()
@@ -264,7 +283,12 @@ teardown() {
       sleep 0.5
     done
     ((${#left[@]} == 0)) || kill -KILL "${left[@]}" 2>/dev/null || true
-  fi
+  done
+}
+
+teardown() {
+  local left
+  end_ours
   if [[ -f $STATE_DIR/state ]] && grep -qx 'cluster=ours' "$STATE_DIR/state"; then
     bash "$CLUSTER" down
   fi
@@ -292,6 +316,9 @@ cmd_status() {
 
 cmd_client() {
   require_root
+  # Not for the jobs (srun --export=ALL): pcoll warns about PCOLL_ names
+  # it does not know.
+  unset PCOLL_SLURM_TIMEOUT
   [[ -f $STATE_DIR/slurm.conf ]] || die "Slurm is not up ($STATE_DIR/slurm.conf is missing): run scripts/slurm.sh up"
   SLURM_CONF=$STATE_DIR/slurm.conf in_host 0 "$@"
 }
