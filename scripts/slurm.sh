@@ -169,10 +169,10 @@ start_daemons() {
     name=$(host_name "$i")
     mkdir -p "$STATE_DIR/spool/$name"
     # Each slurmd (and so its jobs) gets an empty /sys/fs/cgroup (see
-    # cgroup.conf above) and a private /tmp: Slurm's PMIx
-    # plugin and Open MPI put per-job files in /tmp under names that are
-    # the same on every node (spmix_appdir_<uid>_<job>.<step>), and on
-    # the shared filesystem one node's cleanup would remove another's.
+    # cgroup.conf above) and a private /tmp: Slurm's PMIx plugin puts
+    # per-job files in /tmp under names that are the same on every node
+    # (spmix_appdir_<uid>_<job>.<step>), and on the shared filesystem one
+    # node's cleanup would remove another's.
     # shellcheck disable=SC2016 # expanded by the inner shell
     in_host "$i" unshare --mount --propagation private -- /bin/sh -euc '
       mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
