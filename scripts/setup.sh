@@ -7,7 +7,9 @@
 # under it), iproute2, util-linux and gdb (the tests across two hosts of
 # scripts/cluster.sh, and the stacks of a job that hangs there), Slurm's
 # controller, node daemon and clients with munge (scripts/slurm.sh runs
-# them across those hosts; setup starts none of them), and a Rust
+# them across those hosts with their own configuration and sockets; a
+# service of these packages that apt starts under systemd does not meet
+# them), and a Rust
 # toolchain. Safe to run repeatedly.
 set -euo pipefail
 
