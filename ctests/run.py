@@ -90,7 +90,9 @@ false "uninitialised" report, as docs/debugging.md advises).
 After the matrix of both MPIs: ctests/cluster_checks.py, the t_<coll>
 programs across 2 real hosts (scripts/cluster.sh; root only, else a SKIP
 warning), auto and every multi-node algorithm forced at 1 and 2 ranks per
-host, every point-to-point one at 1. Warnings (a check that could not run,
+host, every point-to-point one at 1. Then ctests/slurm_checks.py: one
+t_allreduce job per MPI under Slurm across the same 2 hosts (scripts/slurm.sh;
+srun --mpi=pmi2 for MPICH, --mpi=pmix for Open MPI; root only). Warnings (a check that could not run,
 MPICH 4.0.2's known finalize hang after a run that passed) are listed again
 at the end and counted neither as passed nor as failed.
 
@@ -100,13 +102,14 @@ Usage: python3 ctests/run.py [--quick] [--mpi mpich|openmpi|both]
                              [--ranks 1,2,3,4,5,7,8] [--lib-mpich PATH]
                              [--lib-openmpi PATH] [--programs t_a,t_b]
                              [--timeout S] [--full] [--list] [--avoid-host-bugs]
-                             [--cluster-only | --no-cluster]
+                             [--cluster-only | --slurm-only | --no-cluster]
 
 --list prints the plan (every run, by section) and exits; --quick runs a
 small subset (2 and 3 ranks, each algorithm once); --full lifts the budget
 cuts (every section at every rank count and layout, no sharding).
---cluster-only builds, then runs only the checks across 2 hosts;
---no-cluster leaves them out.
+--cluster-only builds, then runs only the checks across 2 hosts (those of
+cluster.sh launch and those under Slurm); --slurm-only only those under
+Slurm; --no-cluster leaves both out.
 Without a library (scripts/build.sh missing, or --no-lib) the programs run
 against stock MPI only, with a warning: useful to check the tests themselves.
 Python standard library only.
@@ -125,6 +128,7 @@ import time
 import env_checks
 import binding_checks
 import cluster_checks
+import slurm_checks
 import family_checks
 import header_checks
 import install_checks
@@ -773,7 +777,7 @@ def run_matrix(args, res):
 
         if have_lib and not MPIS[mpi].get("wheel"):  # scripts/cluster.sh launches Debian's MPIs
             args.built[mpi] = (lib, exes, bdir)
-        if args.cluster_only:
+        if args.cluster_only or args.slurm_only:
             continue
         if have_lib and not args.list:
             if MPIS[mpi].get("wheel"):
@@ -1011,7 +1015,10 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the planned runs and exit")
     ap.add_argument("--cluster-only", action="store_true",
                     help="build, then run only the checks across 2 hosts (ctests/cluster_checks.py)")
-    ap.add_argument("--no-cluster", action="store_true", help="leave out the checks across 2 hosts")
+    ap.add_argument("--slurm-only", action="store_true",
+                    help="build, then run only the checks under Slurm across 2 hosts (ctests/slurm_checks.py)")
+    ap.add_argument("--no-cluster", action="store_true",
+                    help="leave out the checks across 2 hosts (cluster.sh launch and Slurm)")
     ap.add_argument("--avoid-host-bugs", action="store_true",
                     help="set CTEST_AVOID_HOST_BUGS=1 in every run, not only where MPI_X is the host's own "
                          "(PCOLL_ENABLE=0, stock): tolerates the host MPI's known bugs even where pcoll "
@@ -1042,9 +1049,13 @@ def main():
     run_matrix(args, res)
     if args.list:
         if not args.no_cluster:
-            cluster_checks.list_plan(sys.modules[__name__], args)
+            if not args.slurm_only:
+                cluster_checks.list_plan(sys.modules[__name__], args)
+            slurm_checks.list_plan(sys.modules[__name__], args)
     elif not args.no_cluster and not args.no_lib:
-        cluster_checks.run(sys.modules[__name__], args, res, args.built)
+        if not args.slurm_only:
+            cluster_checks.run(sys.modules[__name__], args, res, args.built)
+        slurm_checks.run(sys.modules[__name__], args, res, args.built)
 
     log("")
     for mpi in args.mpis:

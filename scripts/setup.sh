@@ -5,11 +5,15 @@
 # matplotlib (the benchmark's plots), python3-venv (the wheels below),
 # valgrind (the tests check docs/debugging.md's advice
 # under it), iproute2, util-linux and gdb (the tests across two hosts of
-# scripts/cluster.sh, and the stacks of a job that hangs there), and a Rust
+# scripts/cluster.sh, and the stacks of a job that hangs there), Slurm's
+# controller, node daemon and clients with munge (scripts/slurm.sh runs
+# them across those hosts with their own configuration and sockets; a
+# service of these packages that apt starts under systemd does not meet
+# them), and a Rust
 # toolchain. Safe to run repeatedly.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib python3-venv pkg-config gcc g++ make valgrind iproute2 util-linux gdb)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev libclang-dev gfortran python3 python3-matplotlib python3-venv pkg-config gcc g++ make valgrind iproute2 util-linux gdb slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
