@@ -465,16 +465,18 @@ cmd_launch() {
       # the runtime (oob) and the BTL on the cluster's subnet only. One-sided
       # windows by pt2pt (over ob1) or sm (within a host): osc rdma, the
       # default, needs an RDMA-capable BTL and fails MPI_Win_create across
-      # hosts with MPI_ERR_WIN (pcoll's salar makes such a window). One
+      # hosts with MPI_ERR_WIN (pcoll's salar makes such a window; an
+      # OMPI_MCA_osc=... setting replaces this choice). One
       # orted per host started by mpirun itself (no tree spawn). No binding
       # and yielding when idle: all hosts share this machine's cores.
       # shellcheck disable=SC2054 # commas are in values
       cmd=(mpirun.openmpi --oversubscribe --bind-to none
         --host "$(IFS=,; echo "${slots[*]}")" -np "$np"
         --mca plm_rsh_agent "$STATE_DIR/rsh" --mca plm_rsh_no_tree_spawn 1
-        --mca pml ob1 --mca btl tcp,self,vader --mca osc sm,pt2pt
+        --mca pml ob1 --mca btl tcp,self,vader
         --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
         --mca mpi_yield_when_idle 1)
+      [[ " ${vars[*]} " == *" OMPI_MCA_osc="* ]] || cmd+=(--mca osc sm,pt2pt)
       for v in "${vars[@]}"; do cmd+=(-x "$v"); done
       ;;
   esac

@@ -236,6 +236,11 @@ impl Host for Mpi {
 
     unsafe fn win_create(&self, comm: MPI_Comm, base: *mut u8, bytes: usize) -> Result<MPI_Win, Code> {
         let mut win = handles().win_null;
+        // A window the host refuses is an error of `comm` (pcoll's own:
+        // the leaders'): returned, so that pcoll runs the call otherwise
+        // instead of the job ending (Open MPI 4.1's osc rdma across hosts).
+        // SAFETY: a valid communicator and a predefined handler.
+        check(unsafe { pmpi!(PMPI_Comm_set_errhandler)(comm, handles().errors_return) })?;
         // SAFETY: `base` holds `bytes` bytes until the window is freed (the
         // caller's promise); every rank of `comm` calls this alike.
         check(unsafe {

@@ -357,6 +357,7 @@ static void bind_host(void)
         .info_null = MPI_INFO_NULL,
         .win_null = MPI_WIN_NULL,
         .request_null = MPI_REQUEST_NULL,
+        .errors_return = MPI_ERRORS_RETURN,
         .statuses_ignore = MPI_STATUSES_IGNORE,
         .in_place = MPI_IN_PLACE,
         .undefined = MPI_UNDEFINED,

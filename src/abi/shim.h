@@ -61,6 +61,7 @@ struct pcoll_handles {
     MPI_Info info_null;
     MPI_Win win_null;
     MPI_Request request_null;
+    MPI_Errhandler errors_return;
     MPI_Status *statuses_ignore;
     void *in_place;
     int undefined, comm_type_shared;
