@@ -259,15 +259,21 @@ def end_job(proc, token, exe):
 
 
 def launch(r, mpi, rpn, exe, tenv, done, timeout=RUN_TIMEOUT):
-    """Runs exe on the cluster. done(out, err): whether the job's verdict
-    (and everything else it must print) is out. Returns (rc or None, out,
-    err, seconds, stacks or None): stacks are taken (and the job ended) when
-    the job outlives its verdict by FINALIZE_GRACE seconds or the timeout."""
+    """Runs exe on the cluster, RPN ranks per host; see watch."""
     token = uuid.uuid4().hex
     full = dict(tenv, CTEST_CLUSTER_RUN=token)
     cmd = ["bash", script(r), "launch", mpi, str(rpn)] + ["%s=%s" % kv for kv in full.items()] + ["--", exe]
     env = r.base_env()
     env["PCOLL_CLUSTER_TIMEOUT"] = str(timeout + 30)  # the harness ends it first
+    return watch(r, mpi, cmd, env, token, exe, HOSTS * rpn, done, timeout)
+
+
+def watch(r, mpi, cmd, env, token, exe, nranks, done, timeout):
+    """Runs cmd, a job of nranks ranks of exe whose environment holds
+    CTEST_CLUSTER_RUN=token. done(out, err): whether the job's verdict (and
+    everything else it must print) is out. Returns (rc or None, out, err,
+    seconds, stacks or None): stacks are taken (and the job ended) when the
+    job outlives its verdict by FINALIZE_GRACE seconds or the timeout."""
     tmp = tempfile.mkdtemp(prefix="pcoll-cluster-")
     fo, fe = os.path.join(tmp, "out"), os.path.join(tmp, "err")
     t0 = time.time()
@@ -288,7 +294,7 @@ def launch(r, mpi, rpn, exe, tenv, done, timeout=RUN_TIMEOUT):
                 if proc.poll() is not None:
                     break
                 st = stacks(rank_pids(token, exe))
-                if known_finalize_hang(mpi, st, HOSTS * rpn) or now - t0 > timeout:
+                if known_finalize_hang(mpi, st, nranks) or now - t0 > timeout:
                     end_job(proc, token, exe)
                     break
                 seen = now + 3 * FINALIZE_GRACE  # not that hang (yet): look again later

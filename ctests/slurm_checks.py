@@ -49,7 +49,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import uuid
 
@@ -110,49 +109,13 @@ def slurm(r, *words, timeout=120):
 
 
 def launch(r, mpi, lib, exe, tenv, done):
-    """Runs the job through slurm.sh srun. Returns (rc or None, out, err,
-    seconds, stacks or None), like cluster_checks.launch."""
+    """Runs the job through slurm.sh srun; see cluster_checks.watch."""
     token = uuid.uuid4().hex
     env = r.base_env()
     env.update(tenv)
     env["CTEST_CLUSTER_RUN"] = token  # how cluster_checks finds the ranks
     cmd = ["bash", script(r)] + srun_args(mpi, lib, exe)
-    tmp = tempfile.mkdtemp(prefix="pcoll-slurm-")
-    fo, fe = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-    t0 = time.time()
-    st = None
-    with open(fo, "wb") as o, open(fe, "wb") as e:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, env=env, cwd=r.ROOT,
-                                start_new_session=True)
-    try:
-        seen = None
-        while proc.poll() is None:
-            time.sleep(0.25)
-            now = time.time()
-            if seen is None:
-                with open(fo, "rb") as o, open(fe, "rb") as e:
-                    if done(o.read().decode("utf-8", "replace"), e.read().decode("utf-8", "replace")):
-                        seen = now
-            if (seen is not None and now - seen > FINALIZE_GRACE) or now - t0 > RUN_TIMEOUT:
-                if proc.poll() is not None:
-                    break
-                st = cc.stacks(cc.rank_pids(token, exe))
-                if cc.known_finalize_hang(mpi, st, HOSTS * RANKS_PER_HOST) or now - t0 > RUN_TIMEOUT:
-                    cc.end_job(proc, token, exe)
-                    break
-                seen = now + 3 * FINALIZE_GRACE  # not that hang (yet): look again later
-        rc = proc.returncode
-    except BaseException:
-        cc.end_job(proc, token, exe)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    secs = time.time() - t0
-    with open(fo, "rb") as o, open(fe, "rb") as e:
-        out, err = o.read().decode("utf-8", "replace"), e.read().decode("utf-8", "replace")
-    shutil.rmtree(tmp, ignore_errors=True)
-    if st is not None:
-        rc = None
-    return rc, out, err, secs, st
+    return cc.watch(r, mpi, cmd, env, token, exe, HOSTS * RANKS_PER_HOST, done, RUN_TIMEOUT)
 
 
 def host_problems(err):

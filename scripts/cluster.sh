@@ -40,15 +40,8 @@ readonly MAX_HOSTS=250
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 readonly SELF
 
-die() {
-  echo "cluster.sh: $*" >&2
-  exit 1
-}
-
-usage() {
-  sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2
-  exit 2
-}
+# shellcheck source=scripts/script_lib.sh
+source "$(dirname "$SELF")/script_lib.sh"
 
 require_root() {
   # Namespaces, bridges, mounts and tc all need CAP_SYS_ADMIN/CAP_NET_ADMIN.

@@ -33,15 +33,8 @@ readonly SELF
 CLUSTER=$(dirname "$SELF")/cluster.sh
 readonly CLUSTER
 
-die() {
-  echo "slurm.sh: $*" >&2
-  exit 1
-}
-
-usage() {
-  sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2
-  exit 2
-}
+# shellcheck source=scripts/script_lib.sh
+source "$(dirname "$SELF")/script_lib.sh"
 
 require_root() {
   # The daemons run inside the cluster's namespaces (nsenter, unshare,
