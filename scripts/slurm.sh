@@ -121,7 +121,12 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=30
 PropagateResourceLimits=NONE
+TmpFS=$STATE_DIR/nodetmp
 EOF
+  # The PMIx plugin's per-job directories (spmix_appdir_<uid>_<job>.<step>,
+  # the same name on every node) go to a node-local tmpfs (below), not to
+  # the shared /tmp, where one node's cleanup would remove another's.
+  echo "PMIxCliTmpDirBase=$STATE_DIR/nodetmp" >"$STATE_DIR/mpi.conf"
   for ((i = 0; i < n; i++)); do
     echo "NodeName=$(host_name "$i") NodeAddr=$(host_addr "$i") CPUs=4 State=UNKNOWN" >>"$STATE_DIR/slurm.conf"
   done
@@ -160,17 +165,17 @@ start_daemons() {
   in_host 0 slurmctld -i || die "slurmctld did not start (see $STATE_DIR/log/slurmctld.log)"
   for ((i = 0; i < n; i++)); do
     name=$(host_name "$i")
-    mkdir -p "$STATE_DIR/spool/$name"
+    mkdir -p "$STATE_DIR/spool/$name" "$STATE_DIR/nodetmp"
     # Each slurmd (and so its jobs) gets an empty /sys/fs/cgroup (see
-    # cgroup.conf above) and a private /tmp: Slurm's PMIx plugin puts
-    # per-job files in /tmp under names that are the same on every node
-    # (spmix_appdir_<uid>_<job>.<step>), and on the shared filesystem one
-    # node's cleanup would remove another's.
+    # cgroup.conf above) and its own tmpfs on $STATE_DIR/nodetmp, Slurm's
+    # TmpFS and the PMIx plugin's directory (see mpi.conf above); /tmp
+    # stays shared, like the rest of the filesystem.
     # shellcheck disable=SC2016 # expanded by the inner shell
     in_host "$i" unshare --mount --propagation private -- /bin/sh -euc '
-      mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+      mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$2"
       mount -t tmpfs -o mode=755,nosuid,nodev,noexec cgroup /sys/fs/cgroup
-      exec slurmd -N "$1"' sh "$name" || die "slurmd on $name did not start (see $STATE_DIR/log/slurmd-$name.log)"
+      exec slurmd -N "$1"' sh "$name" "$STATE_DIR/nodetmp" ||
+      die "slurmd on $name did not start (see $STATE_DIR/log/slurmd-$name.log)"
   done
 }
 
