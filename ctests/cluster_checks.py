@@ -432,6 +432,28 @@ def cluster(r, *words, timeout=120):
     return p.returncode, p.stdout.decode("utf-8", "replace")
 
 
+def interrupt_on_term():
+    """Makes SIGTERM raise KeyboardInterrupt, so that the finally clause
+    that takes the hosts down runs; returns the handler it replaced."""
+    old = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)
+    return old
+
+
+def shielded(old_term, fn):
+    """fn() with SIGTERM ignored (taking the hosts down is not cut short),
+    then the handler old_term back."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        return fn()
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+
+
 def run(r, args, res, built):
     """built: {mpi: (libpcoll.so, {(prog, mode): exe}, build dir)} for the
     MPIs run.py built a library for."""
@@ -449,12 +471,7 @@ def run(r, args, res, built):
                 "scripts/cluster.sh down removes it" % STATE_DIR)
         return
     t0 = time.time()
-    old_term = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, on_term)
+    old_term = interrupt_on_term()
     try:
         rc, text = cluster(r, "up", str(HOSTS))
         r.log(text.strip())
@@ -479,10 +496,8 @@ def run(r, args, res, built):
             r.log("%s: cluster checks %.0fs" % (mpi, time.time() - t_mpi))
     finally:
         # always down (also after a failed or interrupted up: it removes
-        # whatever is there), and not cut short by another SIGTERM
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        rc, text = cluster(r, "down")
-        signal.signal(signal.SIGTERM, old_term)
+        # whatever is there)
+        rc, text = shielded(old_term, lambda: cluster(r, "down"))
         r.log(text.strip())
         if rc != 0:
             res.add(False, "cluster: scripts/cluster.sh down", text)

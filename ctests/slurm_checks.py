@@ -47,7 +47,6 @@ and the hang handling is cluster_checks.py's.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 import uuid
@@ -223,12 +222,7 @@ def run(r, args, res, built):
                     "scripts/slurm.sh down and scripts/cluster.sh down remove it" % (what, d))
             return
     t0 = time.time()
-    old_term = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, on_term)
+    old_term = cc.interrupt_on_term()
     try:
         rc, text = slurm(r, "up")
         r.log(text.strip())
@@ -247,9 +241,7 @@ def run(r, args, res, built):
                 exes[(PROG, "preload")] = exe
             run_job(r, mpi, lib, exe, args.algs, res)
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        rc, text = slurm(r, "down")
-        signal.signal(signal.SIGTERM, old_term)
+        rc, text = cc.shielded(old_term, lambda: slurm(r, "down"))
         r.log(text.strip())
         left = leftovers()
         dirs = [d for d in (STATE_DIR, CLUSTER_DIR) if os.path.exists(d)]
