@@ -388,13 +388,22 @@ def run_job(r, mpi, lib, exe, j, algs, res):
         problems += forced_problems(err, HOSTS * j.rpn, coll, forced)
     if j.expect and j.expect not in err:
         problems.append("stderr does not say %r" % j.expect)
+    report(r, res, mpi, "cluster", describe(mpi, j), tenv, problems, (rc, out, err, secs, st), HOSTS * j.rpn)
+
+
+def report(r, res, mpi, section, line, tenv, problems, job, nranks):
+    """Adds the verdict of a job of nranks ranks: the problems its output
+    showed, and its exit code or hang. job: what watch returned. MPICH's
+    known finalize hang after an otherwise passing run is a warning,
+    counted neither way; any other hang is a problem."""
+    rc, out, err, secs, st = job
     hang = st is not None
-    known = hang and known_finalize_hang(mpi, st, HOSTS * j.rpn)
+    known = hang and known_finalize_hang(mpi, st, nranks)
     if not hang and rc != 0:
         problems.append("exit code %s" % rc)
     if hang and not known:
         problems.append("the job hung (ended after %.0fs; not MPICH's known finalize hang, see the stacks)" % secs)
-    line = "%s (%.1fs)" % (describe(mpi, j), secs)
+    line = "%s (%.1fs)" % (line, secs)
     details = ""
     if problems or known:
         details = "env: %s\n%s" % (" ".join("%s=%s" % kv for kv in sorted(tenv.items())),
@@ -404,9 +413,9 @@ def run_job(r, mpi, lib, exe, j, algs, res):
         details += r.failure_details(rc, out, err, 20, 5)
     if known and not problems:
         res.warning("%s: the program passed, then %s; not counted" % (line, MPICH_HANG))
-        res.add_time(mpi, secs, "cluster")
+        res.add_time(mpi, secs, section)
         return
-    res.add(not problems, line, details, mpi, secs, "cluster")
+    res.add(not problems, line, details, mpi, secs, section)
 
 
 def shm_leftovers(r, mpi, res):

@@ -145,27 +145,10 @@ def run_job(r, mpi, lib, exe, algs, res):
         problems.append("no 'ctest %s: OK' from rank 0" % PROG)
     problems += host_problems(err)
     problems += cc.summary_problems(r, err, nranks, "allreduce", multi)
-    hang = st is not None
-    known = hang and cc.known_finalize_hang(mpi, st, nranks)
-    if not hang and rc != 0:
-        problems.append("srun exit code %s" % rc)
-    if hang and not known:
-        problems.append("the job hung (ended after %.0fs; not MPICH's known finalize hang, see the stacks)" % secs)
     head = r.SUMMARY_HEAD.search(err)
     hosts = ", ".join("%s:%s" % kv for kv in sorted(HOST_LINE.findall(err)))
-    line = "%s: ranks on %s; %s (%.1fs)" % (describe(mpi), hosts or "?", head.group(0) if head else "no summary", secs)
-    details = ""
-    if problems or known:
-        details = "srun env: %s\n%s" % (" ".join("%s=%s" % kv for kv in sorted(tenv.items())),
-                                        "".join(p + "\n" for p in problems))
-        if st:
-            details += "".join("-- stack of rank process %d:\n%s\n" % kv for kv in sorted(st.items()))
-        details += r.failure_details(rc, out, err, 20, 5)
-    if known and not problems:
-        res.warning("%s: the program passed, then %s; not counted" % (line, cc.MPICH_HANG))
-        res.add_time(mpi, secs, "slurm")
-        return
-    res.add(not problems, line, details, mpi, secs, "slurm")
+    line = "%s: ranks on %s; %s" % (describe(mpi), hosts or "?", head.group(0) if head else "no summary")
+    cc.report(r, res, mpi, "slurm", line, tenv, problems, (rc, out, err, secs, st), nranks)
 
 
 def leftovers():
