@@ -110,6 +110,10 @@ pub struct ShmConfig {
     pub slots: usize,
     pub fragment: usize,
     pub sets: usize,
+    /// PCOLL_SHM_RING, PCOLL_SHM_RING_BYTES: small messages' slots per
+    /// rank, and the bytes a slot carries beyond its first line's.
+    pub ring: usize,
+    pub ring_bytes: usize,
     /// PCOLL_SHM_TREE, PCOLL_SHM_TREE_K: the queue's notification tree.
     pub tree: ShmTree,
     pub tree_k: usize,
@@ -151,6 +155,8 @@ impl Default for ShmConfig {
             slots: Geometry::DEFAULT.slots,
             fragment: 0,
             sets: Geometry::DEFAULT.sets,
+            ring: Geometry::DEFAULT.ring,
+            ring_bytes: Geometry::DEFAULT.ring_bytes,
             tree: ShmTree::Kary,
             tree_k: 4,
             stream_from: crate::shm::team::STREAM_FROM,
@@ -183,6 +189,8 @@ impl ShmConfig {
             slots: self.slots,
             slot_bytes: self.slot_bytes(),
             sets: self.sets.min(self.slots),
+            ring: self.ring,
+            ring_bytes: self.ring_bytes,
         }
     }
 
@@ -281,8 +289,14 @@ pub const SETUP_AFTER: usize = 1;
 pub const SEGMENT_SHARE: usize = 4;
 
 /// The variables that size a rank's block of the segment.
-const BLOCK_VARIABLES: [&str; 4] =
-    ["PCOLL_SHM_CHUNK", "PCOLL_SHM_ALLREDUCE_CHUNK", "PCOLL_SHM_SLOTS", "PCOLL_SHM_FRAGMENT"];
+const BLOCK_VARIABLES: [&str; 6] = [
+    "PCOLL_SHM_CHUNK",
+    "PCOLL_SHM_ALLREDUCE_CHUNK",
+    "PCOLL_SHM_SLOTS",
+    "PCOLL_SHM_FRAGMENT",
+    "PCOLL_SHM_RING",
+    "PCOLL_SHM_RING_BYTES",
+];
 
 impl Config {
     /// Calls on a new communicator that go to the host MPI before pcoll
@@ -317,6 +331,8 @@ impl Config {
             geo.allreduce_chunk > default.allreduce_chunk,
             geo.slots > default.slots,
             geo.slot_bytes > default.slot_bytes,
+            geo.ring > default.ring,
+            geo.ring_bytes > default.ring_bytes,
         ];
         let named: Vec<String> = BLOCK_VARIABLES
             .iter()
@@ -327,8 +343,8 @@ impl Config {
         Err(format!(
             "pcoll: {} {} a shared segment of {} for the {ranks} ranks of a node, more than 1/{SEGMENT_SHARE} \
              of /dev/shm ({}); lower {} (a rank's block: two chunk areas of the larger of PCOLL_SHM_CHUNK and \
-             PCOLL_SHM_ALLREDUCE_CHUNK, and PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes), or give the \
-             job a larger /dev/shm\n",
+             PCOLL_SHM_ALLREDUCE_CHUNK, PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes, and \
+             PCOLL_SHM_RING slots of PCOLL_SHM_RING_BYTES), or give the job a larger /dev/shm\n",
             named.join(" and "),
             if named.len() == 1 { "makes" } else { "make" },
             bytes_text(geo.total_bytes()),
@@ -911,6 +927,8 @@ mod tests {
             ("PCOLL_SHM_GATHERV_COPY_IN", "0"),
             ("PCOLL_SHM_BCAST_TIMED", "1M"),
             ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),
+            ("PCOLL_SHM_RING", "4"),
+            ("PCOLL_SHM_RING_BYTES", "1K"),
             ("PCOLL_SHM_ADAPT", "0"),
             ("PCOLL_SHM_BUDGET", "1M"),
             ("PCOLL_SETUP_AFTER", "0"),

@@ -473,6 +473,29 @@ pub static SETTINGS: &[Setting] = &[
               most `PCOLL_SHM_SLOTS`",
     },
     Setting {
+        name: "PCOLL_SHM_RING",
+        accepts: Accepts::Number { min: 1, max: 1024, zero: None },
+        show: |c| c.shm.ring.to_string(),
+        set: |c, v| {
+            c.shm.ring = v.number();
+            Ok(())
+        },
+        doc: "slots per rank for small messages, used in turn: a rank that no one answers (a Bcast root, a Reduce \
+              or Gatherv non-root) runs up to this many calls ahead of its readers, and reads their progress once \
+              in as many calls ([Small messages](node-layer.md#small-messages))",
+    },
+    Setting {
+        name: "PCOLL_SHM_RING_BYTES",
+        accepts: Accepts::Number { min: 0, max: 4096, zero: Some("a line's 48 bytes only") },
+        show: |c| c.shm.ring_bytes.to_string(),
+        set: |c, v| {
+            c.shm.ring_bytes = v.number();
+            Ok(())
+        },
+        doc: "messages (or a collective's steps) of up to this many bytes travel in a slot of the ring, larger \
+              ones through the chunk areas, which a writer may reuse only every other step; at least 48",
+    },
+    Setting {
         name: "PCOLL_SHM_TREE",
         accepts: Accepts::Word(&["flat", "chain", "kary", "knomial"]),
         show: |c| format!("{:?}", c.shm.tree).to_lowercase(),

@@ -449,8 +449,15 @@ mod tests {
     use super::*;
 
     /// A small segment of two ranks.
-    const GEO: Geometry =
-        Geometry { ranks: 2, chunk: 4096, allreduce_chunk: 4096, slots: 1, slot_bytes: 4096, sets: 1 };
+    const GEO: Geometry = Geometry {
+        ranks: 2,
+        chunk: 4096,
+        allreduce_chunk: 4096,
+        slots: 1,
+        slot_bytes: 4096,
+        sets: 1,
+        ..Geometry::DEFAULT
+    };
 
     /// Creates `name` as another user would, first.
     fn squat(name: &SegmentName) {

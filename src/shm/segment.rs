@@ -10,8 +10,9 @@
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
 //!                                 wishes (one line of bytes)
-//!                                 small-message slots (one line each)
 //!                                 fragment controls[s] (one line each)
+//!                                 ring of d small-message slots: first
+//!                                 lines, further lines, data (per slot)
 //!                   chunk area 0 | chunk area 1   (double buffer by step parity)
 //!                   queue: s slots of f bytes    (seed 002's broadcast queue)
 //! ```
@@ -47,14 +48,33 @@ pub struct Geometry {
     pub slot_bytes: usize,
     /// Sets the queue is split into (the seed's q).
     pub sets: usize,
+    /// Small messages: slots per rank (the ring's length, `d`), and the
+    /// bytes a slot holds beyond its first line's.
+    pub ring: usize,
+    pub ring_bytes: usize,
 }
 
 impl Geometry {
     /// The layout users get without PCOLL_SHM_* settings (`ranks` aside):
     /// 64 KiB chunks (256 KiB for a flat Allreduce), a queue of 64 slots
-    /// of 16 KiB in 2 sets.
-    pub const DEFAULT: Geometry =
-        Geometry { ranks: 0, chunk: 64 << 10, allreduce_chunk: 256 << 10, slots: 64, slot_bytes: 16 << 10, sets: 2 };
+    /// of 16 KiB in 2 sets, a ring of [`RING`] slots of [`RING_BYTES`].
+    pub const DEFAULT: Geometry = Geometry {
+        ranks: 0,
+        chunk: 64 << 10,
+        allreduce_chunk: 256 << 10,
+        slots: 64,
+        slot_bytes: 16 << 10,
+        sets: 2,
+        ring: RING,
+        ring_bytes: RING_BYTES,
+    };
+
+    /// Whether a step's `len` bytes travel in its slot of the ring (else
+    /// in a chunk area): up to a line's [`INLINE`] bytes, or the slot's
+    /// data.
+    pub fn in_ring(&self, len: usize) -> bool {
+        len <= INLINE.max(self.ring_bytes)
+    }
 }
 
 /// Words a rank publishes for its peers during a call (buffer addresses
@@ -74,10 +94,19 @@ pub const INLINE: usize = 48;
 /// tests choose their lengths around `LINES * INLINE`.
 pub const LINES: usize = 3;
 
-/// Slots per rank: a step's slot is reused [`SLOTS`] places later
-/// ([`place`]), so a writer of small messages looks at its readers'
-/// progress only that often.
-pub const SLOTS: usize = 16;
+/// Default slots per rank (PCOLL_SHM_RING): a step's slot is reused
+/// `ring` places later ([`place`]), so a writer of small messages whom no
+/// one answers (a Bcast root, a Reduce or Gatherv non-root) looks at its
+/// readers' progress once in that many calls, and runs that many calls
+/// ahead of them at most.
+pub const RING: usize = 16;
+
+/// Default bytes of a slot's data beyond its first line
+/// (PCOLL_SHM_RING_BYTES): a message of up to that many bytes travels in
+/// the slot, its step and head written last into the first line, which is
+/// the only line a reader polls; larger ones go through the chunk areas,
+/// reused every other step.
+pub const RING_BYTES: usize = 256;
 
 /// Steps are numbered per call: step `i` of a node's call `c` is
 /// `c << CALL_SHIFT | i`, so that a call whose ranks disagree (an
@@ -117,17 +146,13 @@ pub struct Control {
     /// the step protocol (the adaptation above gives them their meaning);
     /// 0 until first written. Written rarely, in a line of its own.
     pub wishes: [AtomicU8; LINE],
-    /// Small messages, step `s` in slot `place(s) % SLOTS`: its first line
-    /// here, next to the other slots' (a message of one line is where it
-    /// was before slots had more lines, which kept the timings of one-line
-    /// calls as they were), the others in `more_lines`.
-    pub slots: [Slot; SLOTS],
-    pub more_lines: [[Slot; LINES - 1]; SLOTS],
 }
 
 /// Up to [`INLINE`] bytes of one step and the step's number, in one cache
 /// line: a reader waiting for the step has the data with the same miss.
-/// A slot is [`LINES`] of them; a message of one line uses the first.
+/// A slot of the ring has [`LINES`] of them and `ring_bytes` of data; a
+/// message of one line uses the first, a longer one the data (or, with
+/// [`super::team::Team::put_lines`], the lines).
 #[repr(C, align(64))]
 pub struct Slot {
     pub step: AtomicU64,
@@ -159,7 +184,27 @@ impl Geometry {
     }
 
     fn control_bytes(&self) -> usize {
-        round_up(std::mem::size_of::<Control>() + self.slots * LINE, PAGE)
+        round_up(self.ring_data_at() + self.ring * self.ring_slot_bytes(), PAGE)
+    }
+
+    /// Bytes of one slot's data, whole lines.
+    fn ring_slot_bytes(&self) -> usize {
+        round_up(self.ring_bytes, LINE)
+    }
+
+    /// Where the ring lies in a rank's block: the slots' first lines (side
+    /// by side, as before slots had more lines: one-line messages kept
+    /// their timings), then their further lines, then their data.
+    fn ring_lines_at(&self) -> usize {
+        std::mem::size_of::<Control>() + self.slots * LINE
+    }
+
+    fn ring_more_lines_at(&self) -> usize {
+        self.ring_lines_at() + self.ring * LINE
+    }
+
+    fn ring_data_at(&self) -> usize {
+        self.ring_more_lines_at() + self.ring * (LINES - 1) * LINE
     }
 
     /// Bytes a chunk area holds.
@@ -267,11 +312,20 @@ impl Segment {
 
     /// Line `i` of rank `r`'s slot for small data of step `s`.
     pub fn slot(&self, r: usize, s: u64, i: usize) -> &Slot {
-        let control = self.control(r);
+        debug_assert!(i < LINES);
+        let slot = place(s) % self.geo.ring;
         match i {
-            0 => &control.slots[place(s) % SLOTS],
-            _ => &control.more_lines[place(s) % SLOTS][i - 1],
+            0 => self.at(self.geo.block(r) + self.geo.ring_lines_at() + slot * LINE),
+            _ => self.at(self.geo.block(r) + self.geo.ring_more_lines_at() + (slot * (LINES - 1) + i - 1) * LINE),
         }
+    }
+
+    /// The data of rank `r`'s slot of step `s` (`ring_bytes`).
+    pub fn ring_data(&self, r: usize, s: u64) -> *mut u8 {
+        let offset =
+            self.geo.block(r) + self.geo.ring_data_at() + (place(s) % self.geo.ring) * self.geo.ring_slot_bytes();
+        // SAFETY: within the mapping (layout above).
+        unsafe { self.base.add(offset) }
     }
 
     pub fn queue_slot(&self, r: usize, slot: usize) -> *mut u8 {
@@ -292,12 +346,22 @@ mod tests {
 
     #[test]
     fn blocks_are_page_aligned_and_disjoint() {
-        let geo = Geometry { ranks: 3, chunk: 4096, allreduce_chunk: 65536 + 5, slots: 64, slot_bytes: 8192, sets: 2 };
-        assert_eq!(std::mem::size_of::<Control>(), (4 + SLOTS * LINES) * LINE);
+        let geo = Geometry {
+            ranks: 3,
+            chunk: 4096,
+            allreduce_chunk: 65536 + 5,
+            slots: 64,
+            slot_bytes: 8192,
+            sets: 2,
+            ring: 16,
+            ring_bytes: 200,
+        };
+        assert_eq!(std::mem::size_of::<Control>(), 4 * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);
-            assert!(geo.fragment_controls(r) + 64 * LINE <= geo.chunk_area(r, 0));
+            assert!(geo.fragment_controls(r) + 64 * LINE <= geo.block(r) + geo.ring_lines_at());
+            assert!(geo.block(r) + geo.ring_data_at() + 16 * 256 <= geo.chunk_area(r, 0));
             assert!(geo.chunk_area(r, 0) + geo.allreduce_chunk <= geo.chunk_area(r, 1));
             assert!(geo.chunk_area(r, 1) + geo.allreduce_chunk <= geo.queue_slot(r, 0));
             assert!(geo.queue_slot(r, 63) + 8192 <= geo.block(r) + geo.block_bytes());

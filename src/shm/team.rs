@@ -6,9 +6,9 @@
 //! `c` is `c << CALL_SHIFT | i` ([`Team::begin`]), and each algorithm
 //! takes a number of steps that depends only on what all ranks know. A
 //! step's data goes to the writer's chunk area of the step's parity, or,
-//! up to [`INLINE`] bytes, to its slot (with [`Team::put_lines`], up to
-//! [`LINES`] lines of it, each line carrying the step), both chosen by the
-//! step's [`place`]:
+//! up to the ring's bytes ([`Geometry::in_ring`]), to its slot in the
+//! ring (with [`Team::put_lines`], up to [`LINES`] lines of it, each line
+//! carrying the step), both chosen by the step's [`place`]:
 //! - before writing it for step `s`, a rank waits until every rank is
 //!   `done` with the last step it wrote to that place (recorded in
 //!   [`TeamState`]);
@@ -33,9 +33,10 @@
 //!
 //! A writer whose readers never answer it (a Bcast root, a Reduce or
 //! Gatherv non-root) learns their progress only by reading their `done`, a
-//! cache-line transfer on its way to publishing: with slots it does so
-//! once in `SLOTS` calls for small messages, not every other step (an
-//! 8-byte Gatherv root: 0.89 -> 0.64 us; docs/measurements.md).
+//! cache-line transfer on its way to publishing: with a ring of `d` slots
+//! (PCOLL_SHM_RING) it does so once in `d` calls for small messages, not
+//! every other step (an 8-byte Gatherv root: 0.89 -> 0.64 us;
+//! docs/measurements.md), and runs up to `d` calls ahead of its readers.
 //!
 //! Every algorithm finishes a step before it publishes a later one, so a
 //! rank seen at `ready >= s` is `done` with `s - 1`: waiting for everyone's
@@ -48,7 +49,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use super::prefetch::Ahead;
-use super::segment::{place, Segment, CALL_SHIFT, INLINE, LINES, PUBLISHED, SLOTS, STEP_MASK};
+#[cfg(doc)]
+use super::segment::Geometry;
+use super::segment::{place, Segment, CALL_SHIFT, INLINE, LINES, PUBLISHED, STEP_MASK};
 use super::wait::Backoff;
 use super::PeerMemory;
 
@@ -66,8 +69,9 @@ pub struct TeamState<M = ()> {
     /// This rank's head in the current call.
     pub head: Head,
     /// The last step this rank wrote each of its slots and chunk areas
-    /// for: the next write there waits until every rank is done with it.
-    pub slot_written: [u64; SLOTS],
+    /// for: the next write there waits until every rank is done with it
+    /// (the slots as many as the segment's ring has, from the first).
+    pub slot_written: Vec<u64>,
     pub area_written: [u64; 2],
     /// The algorithms' memory.
     pub memory: M,
@@ -133,25 +137,14 @@ impl Mismatch {
     }
 }
 
-/// Where a step's data, and so its writer's head, went: a slot (up to
-/// [`INLINE`] bytes with [`Team::put`], or [`in_lines`] with
-/// [`Team::put_lines`]), or the chunk area and words beside `ready`.
+/// Where a step's data, and so its writer's head, went: a slot (what
+/// fits the ring with [`Team::put`], or [`in_lines`] with
+/// [`Team::put_lines`]), or the chunk area and words beside `ready`
+/// ([`Team::via`] tells which).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
     Slot,
     Area,
-}
-
-impl Via {
-    /// For `len` bytes written with [`Team::put`] (`lines`: or with
-    /// [`Team::put_lines`] where they fit).
-    pub fn of(len: usize, lines: bool) -> Via {
-        if len <= INLINE || (lines && in_lines(len)) {
-            Via::Slot
-        } else {
-            Via::Area
-        }
-    }
 }
 
 /// What a rank checks a peer's head against: its own call, with the same
@@ -254,15 +247,27 @@ impl<M> Team<'_, M> {
         self.state.step
     }
 
-    /// Where `len` bytes of rank `r`'s step `s` live: the step's slot if
-    /// they fit, else its chunk area. A function of the length, which
-    /// writer and readers share.
+    /// Where `len` bytes of rank `r`'s step `s` live: the first line of
+    /// the step's slot, or the slot's data, if they fit, else its chunk
+    /// area. A function of the length, which writer and readers share.
     fn data(&self, r: usize, s: u64, len: usize) -> *mut u8 {
-        assert!(len <= self.seg.geo.area(), "{len} bytes do not fit a chunk area");
         if len <= INLINE {
             self.seg.slot(r, s, 0).data.as_ptr() as *mut u8
+        } else if self.seg.geo.in_ring(len) {
+            self.seg.ring_data(r, s)
         } else {
+            assert!(len <= self.seg.geo.area(), "{len} bytes do not fit a chunk area");
             self.seg.chunk_area(r, s)
+        }
+    }
+
+    /// Where `len` bytes written with [`Team::put`] go (`lines`: or with
+    /// [`Team::put_lines`] where they fit).
+    pub fn via(&self, len: usize, lines: bool) -> Via {
+        if self.seg.geo.in_ring(len) || (lines && in_lines(len)) {
+            Via::Slot
+        } else {
+            Via::Area
         }
     }
 
@@ -284,20 +289,22 @@ impl<M> Team<'_, M> {
 
     /// Copies `src` into this rank's area of step `s`, once no one reads
     /// the place any more, to be published (a slot's data is visible to
-    /// [`Team::wait_data`] at once), with this rank's head.
+    /// [`Team::wait_data`] at once: its first line, written last, carries
+    /// the step), with this rank's head.
     pub fn put(&mut self, s: u64, src: &[u8]) {
         self.put_stored(s, src, self.streams(src.len()));
     }
 
     /// [`Team::put`] with the stores of a copy into the chunk area given.
     pub fn put_stored(&mut self, s: u64, src: &[u8], stream: bool) {
-        if src.len() <= INLINE {
+        if self.seg.geo.in_ring(src.len()) {
             self.slot_writable(s);
             self.my_area_bytes(s, src.len()).copy_from_slice(src);
             let slot = self.seg.slot(self.rank, s, 0);
             // Relaxed: ordered by the release below.
             slot.head.store(self.state.head.0, Relaxed);
-            // Release: the slot's data before its step, for wait_data's acquire.
+            // Release: the slot's data (its first line's, or its data
+            // lines') before its step, for wait_data's acquire.
             slot.step.store(s, Release);
         } else {
             self.writable(s);
@@ -328,7 +335,7 @@ impl<M> Team<'_, M> {
     /// [`Team::wait_data`], ending early with a [`Mismatch`] once `other`.
     #[inline]
     fn wait_data_or(&self, r: usize, s: u64, len: usize, other: impl Fn() -> bool) -> Result<&[u8], Mismatch> {
-        if len <= INLINE {
+        if self.seg.geo.in_ring(len) {
             self.wait_slot_or(r, s, 1, other)?;
         } else {
             let ready = &self.seg.control(r).ready;
@@ -455,7 +462,11 @@ impl<M> Team<'_, M> {
     /// Waits until every rank is done with the last step this rank wrote
     /// its slot of step `s` for, and records `s` as that step.
     fn slot_writable(&mut self, s: u64) {
-        let slot = place(s) % SLOTS;
+        let ring = self.seg.geo.ring;
+        if self.state.slot_written.len() != ring {
+            self.state.slot_written = vec![0; ring];
+        }
+        let slot = place(s) % ring;
         if self.state.slot_written[slot] != s {
             self.wait_done(self.state.slot_written[slot]);
             self.state.slot_written[slot] = s;
@@ -482,7 +493,7 @@ impl<M> Team<'_, M> {
     /// Waits for every other rank's `len` bytes of step `s` (written with
     /// [`Team::put`]), after this rank has published `s`.
     pub fn wait_others_data(&mut self, s: u64, len: usize) -> Result<(), Mismatch> {
-        if len <= INLINE {
+        if self.seg.geo.in_ring(len) {
             for r in (0..self.size).filter(|&r| r != self.rank) {
                 self.wait_data(r, s, len)?;
             }
@@ -523,7 +534,7 @@ impl<M> Team<'_, M> {
     /// Waits until this rank may overwrite its chunk area, words and slot
     /// for step `s` (at once if it already may: a step's writes may come
     /// in several parts); [`Team::publish`] puts its head with them. The
-    /// slot too: a step's data of up to [`INLINE`] bytes lives there
+    /// slot too: a step's data that fits the ring lives there
     /// ([`Team::my_area_bytes`]).
     pub fn writable(&mut self, s: u64) {
         let parity = place(s) % 2;

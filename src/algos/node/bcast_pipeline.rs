@@ -28,7 +28,7 @@ use super::{NodeCall, Team};
 use crate::adapt::stores::BcastStores;
 use crate::exec::Combiner;
 use crate::shm::prefetch;
-use crate::shm::team::{Mismatch, Via};
+use crate::shm::team::Mismatch;
 
 /// The pipeline through the chunk areas. `data` is the whole message at
 /// every rank (the root's to send, the others' to fill).
@@ -42,19 +42,21 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(),
         let len = chunk.min(data.len() - off);
         let s = team.next_step();
         if team.rank == root {
-            team.put_stored(s, &data[off..off + len], stores.streams(team, len));
             if let (0, Some(tag)) = (off, stores.tag()) {
-                // After put_stored's `writable`: the first chunk is longer
-                // than a slot's line where the readers choose.
+                // Before the data: a chunk that fits the ring is published
+                // by its slot's step, which a reader waits for instead of
+                // `ready`.
+                team.writable(s);
                 team.set_word(s, STORES, u64::from(tag));
             }
+            team.put_stored(s, &data[off..off + len], stores.streams(team, len));
             team.publish(s);
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
             let from_root = team.wait_data(root, s, len)?;
             if off == 0 {
-                team.check(root, s, Via::of(len, false), team.mine())?;
+                team.check(root, s, team.via(len, false), team.mine())?;
             }
             crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out, team.settings.ahead);
             if off == 0 && stores.timed() {

@@ -221,7 +221,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 // tells.
                 match team
                     .wait_data_expecting(r, s, len, expect)
-                    .and_then(|data| team.check(r, s, Via::of(len, false), expect).map(|()| data))
+                    .and_then(|data| team.check(r, s, team.via(len, false), expect).map(|()| data))
                 {
                     Ok(data) => crate::shm::stream::copy_out(&mut g.recv[off..off + len], data, false, ahead),
                     Err(m) => mismatch = mismatch.or(Some(m)),
@@ -385,7 +385,7 @@ fn rounds(team: &mut Team<'_>, g: &mut Gather<'_>) -> Result<(), Mismatch> {
                 let (off, len) = g.layout.blocks[r];
                 let range = piece(round, len);
                 if round == 0 {
-                    team.check(r, s, Via::of(range.len(), false), Expect(Some(len)))?;
+                    team.check(r, s, team.via(range.len(), false), Expect(Some(len)))?;
                 }
                 let bytes = team.area_bytes(r, s, range.len());
                 let dst = &mut g.recv[off + range.start..off + range.end];

@@ -41,7 +41,7 @@ use super::{NodeCall, Team};
 use crate::adapt::stores::{self, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
-use crate::shm::team::{Mismatch, Via};
+use crate::shm::team::Mismatch;
 
 /// Chunks of a flat Reduce: the root combines one chunk while the others
 /// copy in the next, so the call takes about one chunk's copy-in plus the
@@ -137,7 +137,7 @@ pub fn flat<C: Combiner + ?Sized>(
                 team.wait_others_data(s, len)?;
             }
             if off == 0 {
-                team.check_others(s, Via::of(len, lines))?;
+                team.check_others(s, team.via(len, lines))?;
             }
             let part = |r: usize| match bufs.send {
                 Some(send) if r == me => &send[off..off + len],
