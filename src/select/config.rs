@@ -667,6 +667,13 @@ mod tests {
         assert_eq!(sizes.sub_chunk, Sizes::default().sub_chunk);
         assert_eq!(ShmConfig::default().node_sizes(), Sizes::default());
         assert!(parse(&[("PCOLL_SHM_BCAST_TIMED", "0")]).unwrap_err().to_string().contains("PCOLL_SHM_BCAST_TIMED"));
+        let geo = parse(&[("PCOLL_SHM_RING", "64"), ("PCOLL_SHM_RING_BYTES", "1K")]).unwrap().shm.geometry(2);
+        assert_eq!((geo.ring, geo.ring_bytes), (64, 1024));
+        assert_eq!((Geometry::DEFAULT.ring, Geometry::DEFAULT.ring_bytes), (16, 256));
+        for bad in ["12", "0", "2K"] {
+            let err = parse(&[("PCOLL_SHM_RING", bad)]).unwrap_err().to_string();
+            assert!(err.contains("PCOLL_SHM_RING"), "{bad}: {err}");
+        }
         let shm = parse(&[("PCOLL_SHM_PREFETCH_OUT", "64K")]).unwrap().shm;
         assert_eq!((shm.prefetch_out_from, shm.node_settings(false).ahead.from), (64 << 10, 64 << 10));
         assert_eq!(parse(&[("PCOLL_SHM_PREFETCH_OUT", "0")]).unwrap().shm.prefetch_out_from, 0);

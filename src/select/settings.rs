@@ -477,12 +477,15 @@ pub static SETTINGS: &[Setting] = &[
         accepts: Accepts::Number { min: 1, max: 1024, zero: None },
         show: |c| c.shm.ring.to_string(),
         set: |c, v| {
+            if !v.number().is_power_of_two() {
+                return Err("not a power of two".into());
+            }
             c.shm.ring = v.number();
             Ok(())
         },
-        doc: "slots per rank for small messages, used in turn: a rank that no one answers (a Bcast root, a Reduce \
-              or Gatherv non-root) runs up to this many calls ahead of its readers, and reads their progress once \
-              in as many calls ([Small messages](node-layer.md#small-messages))",
+        doc: "slots per rank for small messages, used in turn, a power of two: a rank that no one answers (a \
+              Bcast root, a Reduce or Gatherv non-root) runs up to this many calls ahead of its readers, and reads \
+              their progress once in as many calls ([Small messages](node-layer.md#small-messages))",
     },
     Setting {
         name: "PCOLL_SHM_RING_BYTES",

@@ -10,9 +10,9 @@
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
 //!                                 wishes (one line of bytes)
-//!                                 fragment controls[s] (one line each)
 //!                                 ring of d small-message slots: first
-//!                                 lines, further lines, data (per slot)
+//!                                 lines, data, further lines (per slot)
+//!                                 fragment controls[s] (one line each)
 //!                   chunk area 0 | chunk area 1   (double buffer by step parity)
 //!                   queue: s slots of f bytes    (seed 002's broadcast queue)
 //! ```
@@ -48,8 +48,8 @@ pub struct Geometry {
     pub slot_bytes: usize,
     /// Sets the queue is split into (the seed's q).
     pub sets: usize,
-    /// Small messages: slots per rank (the ring's length, `d`), and the
-    /// bytes a slot holds beyond its first line's.
+    /// Small messages: slots per rank (the ring's length, `d`, a power of
+    /// two), and the bytes a slot holds beyond its first line's.
     pub ring: usize,
     pub ring_bytes: usize,
 }
@@ -68,6 +68,14 @@ impl Geometry {
         ring: RING,
         ring_bytes: RING_BYTES,
     };
+
+    /// The slot of the ring that step `s` uses: its [`place`] modulo the
+    /// ring's length, a power of two (a mask: a division on every poll
+    /// made one-line calls 10-15% slower).
+    pub fn ring_slot(&self, s: u64) -> usize {
+        debug_assert!(self.ring.is_power_of_two());
+        place(s) & (self.ring - 1)
+    }
 
     /// Whether a step's `len` bytes travel in its slot of the ring (else
     /// in a chunk area): up to a line's [`INLINE`] bytes, or the slot's
@@ -184,7 +192,7 @@ impl Geometry {
     }
 
     fn control_bytes(&self) -> usize {
-        round_up(self.ring_data_at() + self.ring * self.ring_slot_bytes(), PAGE)
+        round_up(self.fragment_controls_at() + self.slots * LINE, PAGE)
     }
 
     /// Bytes of one slot's data, whole lines.
@@ -192,18 +200,25 @@ impl Geometry {
         round_up(self.ring_bytes, LINE)
     }
 
-    /// Where the ring lies in a rank's block: the slots' first lines (side
-    /// by side, as before slots had more lines: one-line messages kept
-    /// their timings), then their further lines, then their data.
+    /// Where the ring lies in a rank's block, right after the control
+    /// lines: the slots' first lines side by side, in the page of `ready`
+    /// and `done` (where they were before the ring had data lines, which
+    /// kept the timings of one-line messages), then their data, then
+    /// their further lines.
     fn ring_lines_at(&self) -> usize {
-        std::mem::size_of::<Control>() + self.slots * LINE
-    }
-
-    fn ring_more_lines_at(&self) -> usize {
-        self.ring_lines_at() + self.ring * LINE
+        std::mem::size_of::<Control>()
     }
 
     fn ring_data_at(&self) -> usize {
+        self.ring_lines_at() + self.ring * LINE
+    }
+
+    fn ring_more_lines_at(&self) -> usize {
+        self.ring_data_at() + self.ring * self.ring_slot_bytes()
+    }
+
+    /// Where seed 002's fragment controls lie in a rank's block.
+    fn fragment_controls_at(&self) -> usize {
         self.ring_more_lines_at() + self.ring * (LINES - 1) * LINE
     }
 
@@ -242,7 +257,7 @@ impl Geometry {
     }
 
     pub fn fragment_controls(&self, r: usize) -> usize {
-        self.block(r) + std::mem::size_of::<Control>()
+        self.block(r) + self.fragment_controls_at()
     }
 
     pub fn chunk_area(&self, r: usize, parity: usize) -> usize {
@@ -313,7 +328,7 @@ impl Segment {
     /// Line `i` of rank `r`'s slot for small data of step `s`.
     pub fn slot(&self, r: usize, s: u64, i: usize) -> &Slot {
         debug_assert!(i < LINES);
-        let slot = place(s) % self.geo.ring;
+        let slot = self.geo.ring_slot(s);
         match i {
             0 => self.at(self.geo.block(r) + self.geo.ring_lines_at() + slot * LINE),
             _ => self.at(self.geo.block(r) + self.geo.ring_more_lines_at() + (slot * (LINES - 1) + i - 1) * LINE),
@@ -322,8 +337,7 @@ impl Segment {
 
     /// The data of rank `r`'s slot of step `s` (`ring_bytes`).
     pub fn ring_data(&self, r: usize, s: u64) -> *mut u8 {
-        let offset =
-            self.geo.block(r) + self.geo.ring_data_at() + (place(s) % self.geo.ring) * self.geo.ring_slot_bytes();
+        let offset = self.geo.block(r) + self.geo.ring_data_at() + self.geo.ring_slot(s) * self.geo.ring_slot_bytes();
         // SAFETY: within the mapping (layout above).
         unsafe { self.base.add(offset) }
     }
@@ -360,8 +374,9 @@ mod tests {
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         for r in 0..3 {
             assert_eq!(geo.block(r) % PAGE, 0);
-            assert!(geo.fragment_controls(r) + 64 * LINE <= geo.block(r) + geo.ring_lines_at());
-            assert!(geo.block(r) + geo.ring_data_at() + 16 * 256 <= geo.chunk_area(r, 0));
+            assert!(geo.block(r) + geo.ring_more_lines_at() + 16 * (LINES - 1) * LINE <= geo.fragment_controls(r));
+            assert!(geo.ring_data_at() + 16 * 256 <= geo.ring_more_lines_at());
+            assert!(geo.fragment_controls(r) + 64 * LINE <= geo.chunk_area(r, 0));
             assert!(geo.chunk_area(r, 0) + geo.allreduce_chunk <= geo.chunk_area(r, 1));
             assert!(geo.chunk_area(r, 1) + geo.allreduce_chunk <= geo.queue_slot(r, 0));
             assert!(geo.queue_slot(r, 63) + 8192 <= geo.block(r) + geo.block_bytes());

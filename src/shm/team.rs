@@ -190,6 +190,10 @@ pub const STREAM_FROM: usize = 4 << 10;
 /// for the application to read anyway (docs/measurements.md).
 pub const STREAM_OUT_FROM: usize = 512 << 10;
 
+/// A reader waiting for a slot's lines looks at the writer's `ready` once
+/// in this many polls ([`Team::wait_slot_or`]).
+const OTHER_POLLS: u32 = 16;
+
 /// Whether a message of `len` bytes travels in a slot's lines with
 /// [`Team::put_lines`]: more than one line's worth, at most a slot.
 pub fn in_lines(len: usize) -> bool {
@@ -362,11 +366,18 @@ impl<M> Team<'_, M> {
     fn wait_slot_or(&self, r: usize, s: u64, lines: usize, other: impl Fn() -> bool) -> Result<(), Mismatch> {
         let lines = || (0..lines).map(|i| self.seg.slot(r, s, i));
         let ready = &self.seg.control(r).ready;
+        let mut polls = 0u32;
         // Acquire: pairs with each line's release in put/put_lines, so its
         // data is visible. Each pass loads every line (no short cut), so
-        // that their misses overlap; `ready` only when they are not there.
+        // that their misses overlap. `ready` (and `other`), which only an
+        // erroneous program's writer publishes without the lines, once in
+        // OTHER_POLLS passes: polled every time, its line went back and
+        // forth while the writer stored `ready` and `done` (osu mode, Open
+        // MPI host, 8-256 B Reduce and Gatherv: see docs/measurements.md).
         Backoff::until(|| {
-            lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all) || ready.load(Acquire) >= s || other()
+            polls = polls.wrapping_add(1);
+            lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all)
+                || (polls % OTHER_POLLS == 0 && (ready.load(Acquire) >= s || other()))
         });
         if lines().all(|line| line.step.load(Acquire) == s) {
             Ok(())
@@ -466,7 +477,7 @@ impl<M> Team<'_, M> {
         if self.state.slot_written.len() != ring {
             self.state.slot_written = vec![0; ring];
         }
-        let slot = place(s) % ring;
+        let slot = self.seg.geo.ring_slot(s);
         if self.state.slot_written[slot] != s {
             self.wait_done(self.state.slot_written[slot]);
             self.state.slot_written[slot] = s;
