@@ -70,8 +70,8 @@ impl Geometry {
     };
 
     /// The slot of the ring that step `s` uses: its [`place`] modulo the
-    /// ring's length, a power of two (a mask: a division on every poll
-    /// made one-line calls 10-15% slower).
+    /// ring's length, a power of two (a mask: no division on every poll;
+    /// docs/measurements.md).
     pub fn ring_slot(&self, s: u64) -> usize {
         debug_assert!(self.ring.is_power_of_two());
         place(s) & (self.ring - 1)
