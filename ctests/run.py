@@ -42,9 +42,10 @@ in sections:
                   of a Gatherv root's own block, streams, whatever its size
                   and alignment; PCOLL_SHM_PREFETCH_OUT=1, so that every
                   other write into a buffer goes in pieces; and a ring of
-                  one slot of 1 KiB (PCOLL_SHM_RING=1,
+                  two slots of 1 KiB (PCOLL_SHM_RING=2,
                   PCOLL_SHM_RING_BYTES=1K), so that every small step reuses
-                  the slot the last one wrote, and steps up to 1 KiB take it;
+                  the slot the step before the last one wrote, and steps up
+                  to 1 KiB take it;
   no-shm          PCOLL_SHM=0 with auto: t_<coll> and t_comms at 2 and 5;
   gatherv-aggressive  PCOLL_GATHERV_MODE=aggressive, CTEST_GATHERV_ALL_ARGS=1:
                   t_gatherv with auto and each gatherv algorithm forced (the
@@ -683,7 +684,7 @@ def plan(mpi, args, algs, have_lib):
 
     # no-zcopy: the zero-copy algorithms cannot run and forward to the host
     zcopy0 = {"PCOLL_SHM_ZCOPY": "0", "PCOLL_SHM_STREAM": "1", "PCOLL_SHM_STREAM_OUT": "1",
-              "PCOLL_SHM_PREFETCH_OUT": "1", "PCOLL_SHM_RING": "1", "PCOLL_SHM_RING_BYTES": "1K"}
+              "PCOLL_SHM_PREFETCH_OUT": "1", "PCOLL_SHM_RING": "2", "PCOLL_SHM_RING_BYTES": "1K"}
     for c, prog in coll_prog.items():
         for nr in at(ZCOPY0_RANKS, 1):
             for a in by_scope["node"][c]:

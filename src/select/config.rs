@@ -670,7 +670,7 @@ mod tests {
         let geo = parse(&[("PCOLL_SHM_RING", "64"), ("PCOLL_SHM_RING_BYTES", "1K")]).unwrap().shm.geometry(2);
         assert_eq!((geo.ring, geo.ring_bytes), (64, 1024));
         assert_eq!((Geometry::DEFAULT.ring, Geometry::DEFAULT.ring_bytes), (16, 256));
-        for bad in ["12", "0", "2K"] {
+        for bad in ["12", "1", "0", "2K"] {
             let err = parse(&[("PCOLL_SHM_RING", bad)]).unwrap_err().to_string();
             assert!(err.contains("PCOLL_SHM_RING"), "{bad}: {err}");
         }

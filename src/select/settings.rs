@@ -474,7 +474,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "PCOLL_SHM_RING",
-        accepts: Accepts::Number { min: 1, max: 1024, zero: None },
+        accepts: Accepts::Number { min: 2, max: 1024, zero: None },
         show: |c| c.shm.ring.to_string(),
         set: |c, v| {
             if !v.number().is_power_of_two() {
@@ -483,7 +483,8 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.ring = v.number();
             Ok(())
         },
-        doc: "slots per rank for small messages, used in turn, a power of two: a rank that no one answers (a \
+        doc: "slots per rank for small messages, used in turn, a power of two (at least 2: an algorithm may \
+              hold a step open while it writes the next): a rank that no one answers (a \
               Bcast root, a Reduce or Gatherv non-root) runs up to this many calls ahead of its readers, and reads \
               their progress once in as many calls ([Small messages](node-layer.md#small-messages))",
     },

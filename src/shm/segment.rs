@@ -49,7 +49,9 @@ pub struct Geometry {
     /// Sets the queue is split into (the seed's q).
     pub sets: usize,
     /// Small messages: slots per rank (the ring's length, `d`, a power of
-    /// two), and the bytes a slot holds beyond its first line's.
+    /// two, at least 2: like the two chunk areas, so that an algorithm may
+    /// write a step while its peers still read the one before), and the
+    /// bytes a slot holds beyond its first line's.
     pub ring: usize,
     pub ring_bytes: usize,
 }

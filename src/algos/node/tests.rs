@@ -126,10 +126,12 @@ pub(super) fn test_memory() -> NodeMemory {
 
 /// Small areas, so that chunk loops run in the tests (but room for the
 /// zero-copy Gatherv layout of 8 ranks); a short ring, whose slots carry
-/// one line of data beyond the first, so that calls wrap around it and
-/// the sizes around a line and a chunk take all three ways.
+/// one line of data beyond the first, so that calls wrap around it (two
+/// slots, the fewest that let an algorithm write a step while its peers
+/// read the one before) and the sizes around a line and a chunk take all
+/// three ways.
 pub(super) const TEST_GEO: Geometry =
-    Geometry { ranks: 0, chunk: 136, allreduce_chunk: 264, slots: 8, slot_bytes: 40, sets: 2, ring: 4, ring_bytes: 64 };
+    Geometry { ranks: 0, chunk: 136, allreduce_chunk: 264, slots: 8, slot_bytes: 40, sets: 2, ring: 2, ring_bytes: 64 };
 
 /// Elements are `(lo, hi)` pairs of u32; `a ∘ b` is `(a.lo, b.hi)` when
 /// `a.hi + 1 == b.lo`, and poison otherwise: only every contribution once,
@@ -713,7 +715,7 @@ fn calls_whose_numbers_repeat_low_bits_are_exact() {
 
 /// Rooted calls back to back with the root rotating, collectives mixed,
 /// no pause anywhere: non-roots and Bcast roots run ahead through the
-/// slots of rings of 1, 2 and 4 (up to as many calls) or areas (one
+/// slots of rings of 2, 4 and 8 (up to as many calls) or areas (one
 /// call), around each bound of where a step's data goes (a slot's first
 /// line, its data, a chunk area), in place or not, and every result is
 /// exact.
@@ -722,7 +724,7 @@ fn back_to_back_rooted_calls_running_ahead_are_exact() {
     use super::gatherv_shm::{self as gatherv, Gather};
     let sizes = [8, INLINE, INLINE + 8, TEST_GEO.ring_bytes, TEST_GEO.ring_bytes + 8, 100, TEST_GEO.chunk];
     assert!(sizes.windows(2).all(|w| w[0] < w[1]) && TEST_GEO.in_ring(INLINE + 8) && !TEST_GEO.in_ring(100));
-    for (p, ring) in [(2, 1), (2, 2), (2, 4), (3, 2), (3, 4), (4, 4)] {
+    for (p, ring) in [(2, 2), (2, 4), (2, 8), (3, 2), (3, 8), (4, 4)] {
         on_threads(p, Geometry { ring, ..TEST_GEO }, |rank, team| {
             let op = Interval { combined: AtomicU64::new(0) };
             for call in 0..300 {
