@@ -355,8 +355,13 @@ run_one() {
     echo "+ ${cmd[*]}"
     local t rc
     t=$(date +%s)
-    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" </dev/null 2>&1 | tee "$OUT/$tag.txt"
-    rc=${PIPESTATUS[0]}
+    if [ -n "$CLUSTER" ]; then
+        run_across "$OUT/$tag.txt" "${cmd[@]}"
+        rc=$?
+    else
+        timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" </dev/null 2>&1 | tee "$OUT/$tag.txt"
+        rc=${PIPESTATUS[0]}
+    fi
     echo "($m, $n ranks: $(elapsed "$t"), exit $rc)"
     [ "$rc" = 124 ] && warn "$m at $n ranks timed out after ${RUN_TIMEOUT}s"
     return "$rc"
