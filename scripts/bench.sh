@@ -305,7 +305,8 @@ mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' || true)
 # launch_cmd HOST NRANKS LIB [NAME=VALUE...]: LAUNCH, the launcher's words
 # for NRANKS ranks with LIB preloaded (none if empty), the host's own
 # settings and NAME=VALUE in every rank's environment (NAME= alone: the
-# caller's value of NAME).
+# caller's value of NAME); with --cluster, `cluster.sh launch`'s words for
+# NRANKS ranks spread evenly over the hosts.
 launch_cmd() {
     local m=$1 n=$2 lib=$3 kv name value vars resolved=()
     shift 3
