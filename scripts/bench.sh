@@ -37,7 +37,14 @@
 # 8. with --kernels, also times pcoll's reduction kernels against the
 #    host's MPI_Reduce_local for every predefined type and operator
 #    (bench/kernels.c; bench/out/kernels-<mpi>.txt);
-# 9. with --comm-cycles, instead times what a communicator costs: 5,000
+# 9. with --cluster N, instead runs across N hosts of scripts/cluster.sh
+#    (MPICH and Open MPI, 1 rank per host; with --oversubscribed also 2):
+#    pcoll's choice and every multi-node and point-to-point algorithm
+#    against the stock MPI, with the cost model fitted there
+#    (PCOLL_CALIBRATE=1) predicting each time (`pcoll predict`); --link
+#    RATE,DELAY is the hosts' link model (scripts/bench_cluster.sh;
+#    bench/out/cluster-<N>-<link>/cluster.txt),
+# 10. with --comm-cycles, instead times what a communicator costs: 5,000
 #    cycles of MPI_Comm_dup, one (and three) 8-byte Allreduces and
 #    MPI_Comm_free, stock against pcoll, at 2 and 4 ranks
 #    (bench/comm_cycles.c; bench/out/comm-cycles.txt).
@@ -51,7 +58,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT="$ROOT/bench/out"
 SRC="$ROOT/bench/pcoll_bench.c"
 
-MPIS="mpich,openmpi,mpich5,openmpi5,impi"
+MPIS=  # --mpi; unset: all five, or the two scripts/cluster.sh launches with --cluster
 RANKS=2
 OVER_RANKS=4
 OVERSUB=0
@@ -68,6 +75,8 @@ QUICK=0
 TIME_PER_POINT=  # --time, or --quick's; unset: pcoll_bench's default (1 s), split over the passes
 BENCH_ARGS=()
 OVER_ARGS=(--time 0.3 --max-iters 2000)
+CLUSTER=   # --cluster N: hosts of scripts/cluster.sh
+LINK=      # --link RATE,DELAY for them
 MODES="sync,osu,b2b,b2b-cold"
 
 usage() {
@@ -77,6 +86,9 @@ Options:
   --oversubscribed     also run at 4 ranks (more ranks than cores), reported separately
   --kernels            also compare pcoll's reduction kernels with MPI_Reduce_local
   --algorithms         time every algorithm (forced in turn) instead of pcoll's choice
+  --cluster N          time every multi-node and point-to-point algorithm across N hosts
+                       (scripts/cluster.sh) against stock, beside the cost model's predictions
+  --link RATE,DELAY    with --cluster: the hosts' link model (default: the veths unshaped)
   --comm-cycles        time communicator create/use/free cycles instead (at --ranks and --over-ranks)
   --cycles N           cycles per variant of --comm-cycles (default 5000; 500 with --quick)
   --over-ranks N       rank count for --oversubscribed (default 4)
@@ -106,6 +118,8 @@ while [ $# -gt 0 ]; do
         --kernels) DO_KERNELS=1 ;;
         --algorithms) DO_ALGOS=1 ;;
         --comm-cycles) DO_CYCLES=1 ;;
+        --cluster) CLUSTER=$2; shift ;;
+        --link) LINK=$2; shift ;;
         --cycles) CYCLES=$2; shift ;;
         --over-ranks) OVER_RANKS=$2; OVERSUB=1; shift ;;
         --ranks) RANKS=$2; shift ;;
@@ -129,6 +143,17 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$PASSES" ] || PASSES=$((QUICK ? 1 : 3))
+if [ -n "$CLUSTER" ]; then
+    if ! [[ "$CLUSTER" =~ ^[0-9]+$ ]] || [ "$CLUSTER" -lt 2 ]; then
+        echo "bench.sh: --cluster takes a host count of at least 2" >&2
+        exit 2
+    fi
+    [ -n "$MPIS" ] || MPIS=mpich,openmpi
+    [[ ",$MPIS," =~ ,(mpich5|openmpi5|impi), ]] && { echo "bench.sh: --cluster runs mpich and openmpi only (what scripts/cluster.sh launches)" >&2; exit 2; }
+else
+    [ -z "$LINK" ] || { echo "bench.sh: --link applies to --cluster only" >&2; exit 2; }
+fi
+[ -n "$MPIS" ] || MPIS=mpich,openmpi,mpich5,openmpi5,impi
 [[ "$PASSES" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --passes takes a positive integer" >&2; exit 2; }
 IFS=',' read -r -a MODE_LIST <<<"$MODES"
 for mode in "${MODE_LIST[@]}"; do
@@ -280,24 +305,37 @@ mapfile -t PCOLL_VARS < <(compgen -e | grep '^PCOLL_' || true)
 # launch_cmd HOST NRANKS LIB [NAME=VALUE...]: LAUNCH, the launcher's words
 # for NRANKS ranks with LIB preloaded (none if empty), the host's own
 # settings and NAME=VALUE in every rank's environment (NAME= alone: the
-# caller's value of NAME).
+# caller's value of NAME); with --cluster, `cluster.sh launch`'s words for
+# NRANKS ranks spread evenly over the hosts.
 launch_cmd() {
-    local m=$1 n=$2 lib=$3 kv name value vars
+    local m=$1 n=$2 lib=$3 kv name value vars resolved=()
     shift 3
     mapfile -t vars < <(host_env_of "$m")
     vars+=(${lib:+"LD_PRELOAD=$lib"} "$@")
+    for kv in "${vars[@]}"; do
+        name=${kv%%=*} value=${kv#*=}
+        [ -n "$value" ] || value=${!name}
+        resolved+=("$name=$value")
+    done
+    if [ -n "$CLUSTER" ]; then
+        # NRANKS over the hosts; cluster.sh adds its launcher's settings
+        # and ends the job after PCOLL_CLUSTER_TIMEOUT (run_one's own
+        # timeout would leave its ranks on the other hosts).
+        LAUNCH=(env PCOLL_CLUSTER_TIMEOUT="$RUN_TIMEOUT" bash "$ROOT/scripts/cluster.sh" launch "$m" $((n / CLUSTER)) "${resolved[@]}")
+        [ "$(family_of "$m")" = openmpi ] && LAUNCH+=("OMPI_MCA_op=^avx")
+        LAUNCH+=(--)
+        return
+    fi
     case "$(family_of "$m")" in
         mpich) LAUNCH=("$(launcher_of "$m")" -n "$n") ;;
         openmpi) LAUNCH=("$(launcher_of "$m")" -np "$n" -x "OMPI_MCA_op=^avx")
                  [ "$(id -u)" = 0 ] && LAUNCH+=(--allow-run-as-root)
                  [ "$n" -gt "$CORES" ] && LAUNCH+=(--oversubscribe) ;;
     esac
-    for kv in "${vars[@]}"; do
-        name=${kv%%=*} value=${kv#*=}
-        [ -n "$value" ] || value=${!name}
+    for kv in "${resolved[@]}"; do
         case "$(family_of "$m")" in
-            mpich) LAUNCH+=(-genv "$name" "$value") ;;
-            openmpi) LAUNCH+=(-x "$name=$value") ;;
+            mpich) LAUNCH+=(-genv "${kv%%=*}" "${kv#*=}") ;;
+            openmpi) LAUNCH+=(-x "$kv") ;;
         esac
     done
 }
@@ -318,32 +356,75 @@ run_one() {
     echo "+ ${cmd[*]}"
     local t rc
     t=$(date +%s)
-    timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" </dev/null 2>&1 | tee "$OUT/$tag.txt"
-    rc=${PIPESTATUS[0]}
+    if [ -n "$CLUSTER" ]; then
+        run_across "$OUT/$tag.txt" "${cmd[@]}"
+        rc=$?
+    else
+        timeout -k 10 "$RUN_TIMEOUT" "${cmd[@]}" </dev/null 2>&1 | tee "$OUT/$tag.txt"
+        rc=${PIPESTATUS[0]}
+    fi
     echo "($m, $n ranks: $(elapsed "$t"), exit $rc)"
     [ "$rc" = 124 ] && warn "$m at $n ranks timed out after ${RUN_TIMEOUT}s"
     return "$rc"
 }
 
+# awk: the median of a space-separated list of numbers.
+AWK_MEDIAN='
+    function median(list,   v, m, i, j, t) {
+        m = split(list, v, " ")
+        for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+        return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }'
+
+# build_tool: TOOL, the pcoll tool (it lists the algorithms and prices them).
+build_tool() {
+    TOOL=$(bash "$ROOT/scripts/build.sh" tool 2>"$OUT/build-tool.log" | tail -n 1)
+    [ -x "$TOOL" ] || { echo "bench.sh: cannot build the pcoll tool (bench/out/build-tool.log)" >&2; exit 1; }
+}
+
+# algorithms_of COLL [SCOPE...]: COLL's algorithms (of these scopes: p2p,
+# node, multi-node; default all), comma-separated.
+algorithms_of() {
+    local coll=$1
+    shift
+    "$TOOL" algorithms | awk -v c="$coll" -v scopes=" $* " \
+        '$1 == c && (scopes == "  " || index(scopes, " " $3 " ")) {printf "%s%s", sep, $2; sep = ","}'
+}
+
+# run_candidates MPI NRANKS DIR [SCOPE...]: for each collective of
+# --colls (default all four), pcoll's choice and every algorithm of these
+# scopes (algorithms_of) against the stock MPI, interleaved in one run
+# (DIR/algos-MPI-NRANKS-COLL.{csv,txt}, DIR under bench/out, "" for it).
+run_candidates() {
+    local m=$1 n=$2 dir=$3 coll want extra=()
+    shift 3
+    want=$(printf '%s\n' "${BENCH_ARGS[@]}" | awk 'p {print; exit} /^--colls$/ {p=1}')
+    [ "$n" -gt "$CORES" ] && extra=("${OVER_ARGS[@]}")
+    for coll in allreduce reduce bcast gatherv; do
+        [ -z "$want" ] || [[ ",$want," == *",$coll,"* ]] || continue
+        say "$m, $n ranks, $coll: stock and every algorithm, interleaved"
+        run_one "$m" "$n" "${dir:+$dir/}algos-$m-$n-$coll" "${extra[@]}" ${TIME_PER_POINT:+--time "$TIME_PER_POINT"} \
+            "${BENCH_ARGS[@]}" --colls "$coll" --candidates "auto,$(algorithms_of "$coll" "$@")" || STATUS=1
+    done
+}
+
+if [ -n "$CLUSTER" ]; then
+    build_tool
+    # shellcheck source=scripts/bench_cluster.sh
+    source "$ROOT/scripts/bench_cluster.sh"
+    cluster_bench
+    echo
+    echo "bench.sh: done in $(elapsed "$T0") (bench/out/cluster-*/cluster.txt), exit $STATUS"
+    exit "$STATUS"
+fi
+
 if [ "$DO_ALGOS" = 1 ]; then
-    tool=$(bash "$ROOT/scripts/build.sh" tool 2>"$OUT/build-tool.log" | tail -n 1)
-    [ -x "$tool" ] || { echo "bench.sh: cannot build the pcoll tool (bench/out/build-tool.log)" >&2; exit 1; }
+    build_tool
     rm -f "$OUT"/algos-*.csv
     rank_counts=("$RANKS")
     [ "$OVERSUB" = 1 ] && rank_counts+=(4 8)
-    want_colls=$(printf '%s\n' "${BENCH_ARGS[@]}" | awk 'p {print; exit} /^--colls$/ {p=1}')
     for m in "${MPI_LIST[@]}"; do
-        for n in "${rank_counts[@]}"; do
-            extra=()
-            [ "$n" -gt "$CORES" ] && extra=("${OVER_ARGS[@]}")
-            for coll in allreduce reduce bcast gatherv; do
-                [ -z "$want_colls" ] || [[ ",$want_colls," == *",$coll,"* ]] || continue
-                algs=$("$tool" algorithms | awk -v c="$coll" '$1 == c {printf "%s%s", sep, $2; sep = ","}')
-                say "$m, $n ranks, $coll: stock and every algorithm, interleaved"
-                run_one "$m" "$n" "algos-$m-$n-$coll" "${extra[@]}" ${TIME_PER_POINT:+--time "$TIME_PER_POINT"} "${BENCH_ARGS[@]}" --colls "$coll" \
-                    --candidates "auto,$algs" || STATUS=1
-            done
-        done
+        for n in "${rank_counts[@]}"; do run_candidates "$m" "$n" ""; done
     done
     say "every algorithm against the stock MPI"
     python3 "$ROOT/bench/algos_table.py" "$OUT"/algos-*.csv | tee "$OUT/algorithms.txt" || STATUS=1
@@ -379,14 +460,6 @@ if [ "$DO_CYCLES" = 1 ]; then
     echo "bench.sh: done in $(elapsed "$T0") (bench/out/comm-cycles.txt), exit $STATUS"
     exit "$STATUS"
 fi
-
-# awk: the median of a space-separated list of numbers.
-AWK_MEDIAN='
-    function median(list,   v, m, i, j, t) {
-        m = split(list, v, " ")
-        for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-        return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }'
 
 # merge_passes TAG N: TAG.csv from TAG.pass1..N.csv, per point the median
 # over passes of each time, the ratio of the medians, WRONG if any pass

@@ -15,6 +15,11 @@
 //! cost model, which prices the algorithms' own schedules (see
 //! `pcoll model --help`).
 //!
+//! `pcoll predict --model K=V,... --nodes N --coll C --bytes LIST
+//! --variants LIST`: predicted times across N nodes of one rank each, as
+//! CSV, for the measured tables of `scripts/bench.sh --cluster` (see
+//! `pcoll predict --help`).
+//!
 //! `pcoll tune --mpi M --ranks N [options]`: measures the algorithms on
 //! this machine and writes rules for PCOLL_TUNE_FILE (see
 //! `pcoll tune --help`).
@@ -22,6 +27,7 @@
 use pcoll::algos::ALGORITHMS;
 use pcoll::core::cost_model::CostModel;
 use pcoll::core::types::Coll;
+use pcoll::sim::across;
 use pcoll::sim::report::{self, parse_bytes};
 
 const MODEL_HELP: &str = "\
@@ -46,6 +52,23 @@ single-port contention (see src/sim/cost.rs).
                   (connections) and temporary bytes per rank, predicted times,
                   at p = 2,4,...,32768 (or --procs), for --bytes per rank
                   (default 8 and 8K, as in the seed's tables)
+";
+
+const PREDICT_HELP: &str = "\
+usage: pcoll predict --model K=V,... --nodes N --coll C --bytes LIST --variants LIST
+
+Predicted times of a call across N nodes of one rank each, one CSV line
+`coll,bytes,variant,pred_us` per size and variant (`-` where the model
+cannot price it): point-to-point algorithms by their schedules, `hier`
+and `dpml` by the algorithm they run between the nodes, `salar` by its
+formula, `auto` as the built-in rules choose (see src/sim/across.rs).
+
+  --model K=V,..  model parameters, as `pcoll model` takes them (e.g. what
+                  PCOLL_CALIBRATE=1 printed on the cluster)
+  --nodes N       nodes (default 2)
+  --coll C        allreduce, reduce, bcast or gatherv
+  --bytes LIST    message sizes, e.g. 8,1K,4M
+  --variants LIST algorithm names and `auto`
 ";
 
 fn fail(msg: &str) -> ! {
@@ -108,6 +131,47 @@ fn model(args: &[String]) {
     }
 }
 
+fn predict(args: &[String]) {
+    let mut cost = CostModel::CLUSTER;
+    let (mut nodes, mut coll, mut sizes, mut variants) = (2, None, Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| fail(&format!("{arg} needs a value")));
+        match arg.as_str() {
+            "--model" => cost = cost.with(value()).unwrap_or_else(|e| fail(&format!("--model: {e}"))),
+            "--nodes" => {
+                nodes = value()
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| n >= 2)
+                    .unwrap_or_else(|| fail("--nodes: 2 or more"))
+            }
+            "--coll" => {
+                let name = value().trim();
+                coll = Coll::ALL.into_iter().find(|c| c.name() == name)
+            }
+            "--bytes" => sizes = list(value(), parse_bytes, "a size"),
+            "--variants" => variants = list(value(), |s| Some(s.trim().to_string()), "a name"),
+            "-h" | "--help" => {
+                print!("{PREDICT_HELP}");
+                return;
+            }
+            other => fail(&format!("unknown option {other:?}\n{PREDICT_HELP}")),
+        }
+    }
+    let coll =
+        coll.unwrap_or_else(|| fail(&format!("--coll: one of allreduce, reduce, bcast, gatherv\n{PREDICT_HELP}")));
+    println!("coll,bytes,variant,pred_us");
+    for &bytes in &sizes {
+        for variant in &variants {
+            let us = across::predict_across(coll, variant, nodes, bytes, &cost)
+                .map_or("-".to_string(), |t| format!("{:.2}", t * 1e6));
+            println!("{coll},{bytes},{variant},{us}");
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -142,6 +206,7 @@ fn main() {
         }
         Some("--version") => println!("pcoll {}", env!("CARGO_PKG_VERSION")),
         Some("model") => model(&args[1..]),
+        Some("predict") => predict(&args[1..]),
         Some("tune") => {
             if let Err(e) = pcoll::tune::main(&args[1..]) {
                 fail(&e);
@@ -149,7 +214,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: pcoll algorithms [-v | --markdown] | pcoll config --markdown|--readme-table | pcoll model [--help] | \
+                "usage: pcoll algorithms [-v | --markdown] | pcoll config --markdown|--readme-table | pcoll model [--help] | pcoll predict [--help] | \
                  pcoll tune [--help] | pcoll --version"
             );
             std::process::exit(2);

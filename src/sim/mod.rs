@@ -34,6 +34,7 @@
 //! [`check`] builds on this: descriptors and schedules for every rank of a
 //! collective, inputs, and a comparison against the sequential reference.
 
+pub mod across;
 pub mod check;
 pub mod cost;
 pub mod model;
