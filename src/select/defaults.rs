@@ -41,10 +41,13 @@ bcast nodes=1 shm_queue
 # root picks copy-in or zero copy per call.
 gatherv nodes=1 shm
 # Several nodes: the node layer within nodes, point-to-point between.
+# From 64 KiB DPML, at every size: SALaR (forced, or by a PCOLL_TUNE
+# rule) pays two MPI_Win_fence per 64 KiB chunk. Across 2 hosts over TCP
+# (scripts/bench.sh --cluster, docs/benchmark.md) 4 MiB took 86.8 ms
+# against 6.1 for dpml (MPICH) and 17.8 against 7.1 (Open MPI) on the
+# unshaped link; it won only where the link is slow (1 Gbit/s: 39.3
+# against 51.3 ms, MPICH; a tie under Open MPI).
 allreduce nodes>=2 bytes<64K hier
-allreduce nodes>=2 bytes<4M dpml
-allreduce nodes>=2 salar
-# where the leaders cannot make SALaR's one-sided window
 allreduce nodes>=2 dpml
 reduce nodes>=2 hier
 bcast nodes>=2 hier

@@ -231,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn across_nodes_dpml_takes_salar_s_sizes_where_the_leaders_have_no_window() {
+    fn across_nodes_dpml_from_64_kib_whether_or_not_the_leaders_can_make_a_window() {
         let spread = Topo { nodes: 2, shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |topo: Topo, bytes: usize| match decide(
             &Config::default(),
@@ -241,9 +241,12 @@ mod tests {
             Decision::Run(a, _, _) => a.name,
             other => panic!("{other:?}"),
         };
-        assert_eq!(pick(spread, 8 << 20), "salar");
-        assert_eq!(pick(Topo { one_sided: false, ..spread }, 8 << 20), "dpml");
-        assert_eq!(pick(Topo { one_sided: false, ..spread }, 1 << 20), "dpml");
+        assert_eq!(pick(spread, (64 << 10) - 8), "hier");
+        for one_sided in [true, false] {
+            for bytes in [64 << 10, 1 << 20, 8 << 20, 1 << 30] {
+                assert_eq!(pick(Topo { one_sided, ..spread }, bytes), "dpml", "{bytes} B, one_sided={one_sided}");
+            }
+        }
     }
 
     #[test]

@@ -112,11 +112,11 @@ mod tests {
 
     #[test]
     fn auto_is_priced_as_the_rules_choice() {
-        // across nodes: hier below 64 KiB, dpml below 4 MiB, salar above
+        // across nodes: hier below 64 KiB, dpml from there
         let at = |variant, bytes| predict_across(Coll::Allreduce, variant, 2, bytes, &M).unwrap();
         assert_eq!(at("auto", 1024), at("hier", 1024));
         assert_eq!(at("auto", 1 << 20), at("dpml", 1 << 20));
-        assert_eq!(at("auto", 8 << 20), at("salar", 8 << 20));
+        assert_eq!(at("auto", 8 << 20), at("dpml", 8 << 20));
         assert_eq!(predict_across(Coll::Bcast, "auto", 2, 8, &M), predict_across(Coll::Bcast, "hier", 2, 8, &M));
     }
 
