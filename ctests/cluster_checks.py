@@ -14,6 +14,13 @@ given for that MPI:
   p2p         at 1 rank per host only, each point-to-point algorithm
               forced in turn, its t_<coll>: with one rank per host all its
               messages cross the network.
+  mixed       at 2 ranks per host, t_allreduce with PCOLL_TUNE choosing
+              `ordered` (every rank sends to every other) for small vectors
+              and `salar` (the leaders' fences) for the rest, so that the
+              two alternate on one communicator: its log must show both.
+              Under MPICH 4.0.2 this hung until the ranks waiting in the
+              segment let MPI progress (a fence flushes every connection;
+              src/shm/wait.rs, `driving`).
 
 Every run has PCOLL_LOG=debug. Each rank's first node-layer line (that of
 MPI_COMM_WORLD) must say it is rank r%R of R on node r//R of 2 (R ranks
@@ -111,9 +118,9 @@ def cannot_run(r):
 class Job:
     """One planned run; `expect`: a text its stderr must hold."""
 
-    def __init__(self, section, rpn, prog, cfg_name, env, stats=False, expect=None):
+    def __init__(self, section, rpn, prog, cfg_name, env, stats=False, expect=None, ran=()):
         self.section, self.rpn, self.prog, self.cfg_name = section, rpn, prog, cfg_name
-        self.env, self.stats, self.expect = dict(env), stats, expect
+        self.env, self.stats, self.expect, self.ran = dict(env), stats, expect, ran
 
 
 # Open MPI 4.1's one-sided component for ob1 over TCP (osc rdma, which
@@ -138,6 +145,11 @@ def plan(algs, progs, mpi):
                 if scope == "multi-node" or (scope == "p2p" and rpn == 1):
                     jobs.append(Job(scope, rpn, prog, "%s=%s" % (c, a),
                                     {"PCOLL_" + c.upper(): a, "PCOLL_LOG": "debug"}))
+    mixed = ("ordered", "salar")
+    if "t_allreduce" in progs and all(any(a == m for a, _ in algs.get("allreduce", [])) for m in mixed):
+        jobs.append(Job("mixed", 2, "t_allreduce", "allreduce=ordered,salar",
+                        {"PCOLL_TUNE": "allreduce bytes<256 ordered; allreduce salar", "PCOLL_LOG": "debug"},
+                        ran=mixed))
     if mpi == "openmpi" and "t_allreduce" in progs and any(a == "salar" for a, _ in algs.get("allreduce", [])):
         jobs.append(Job("multi-node", 2, "t_allreduce", "allreduce=salar osc=sm,rdma",
                         # after the first call the host runs them (forced salar cannot)
@@ -334,18 +346,36 @@ def node_problems(err, rpn):
     return problems
 
 
-def forced_problems(err, nranks, coll, forced):
-    """PCOLL_LOG=debug must show calls on the whole world run by the forced
-    algorithm."""
+def choices(err, nranks, coll):
+    """PCOLL_LOG=debug's choices for `coll` calls on the whole world:
+    {(algorithm, why): calls}."""
     chosen = {}
     for c, size, alg, why in CHOICE_LINE.findall(err):
         if c == coll and int(size) == nranks:
             chosen[(alg, why)] = chosen.get((alg, why), 0) + 1
+    return chosen
+
+
+def shown(chosen):
+    return ", ".join("%s (%s) %d times" % (a, w, n) for (a, w), n in sorted(chosen.items())) or "no choice"
+
+
+def forced_problems(err, nranks, coll, forced):
+    """PCOLL_LOG=debug must show calls on the whole world run by the forced
+    algorithm."""
+    chosen = choices(err, nranks, coll)
     if any(alg == forced and why == "forced" for alg, why in chosen):
         return []
     return ["no %s call on the %d ranks was run by the forced %s (PCOLL_LOG=debug shows: %s)" % (
-        coll, nranks, forced, ", ".join("%s (%s) %d times" % (a, w, n) for (a, w), n in sorted(chosen.items()))
-        or "no choice")]
+        coll, nranks, forced, shown(chosen))]
+
+
+def ran_problems(err, nranks, coll, algorithms):
+    """PCOLL_LOG=debug must show calls on the whole world run by each of
+    `algorithms`."""
+    chosen = choices(err, nranks, coll)
+    return ["no %s call on the %d ranks was run by %s (PCOLL_LOG=debug shows: %s)" % (coll, nranks, a, shown(chosen))
+            for a in algorithms if not any(alg == a for alg, _ in chosen)]
 
 
 def summary_problems(r, err, nranks, coll, multi):
@@ -386,6 +416,7 @@ def run_job(r, mpi, lib, exe, j, algs, res):
     forced = j.env.get("PCOLL_" + coll.upper())
     if forced:
         problems += forced_problems(err, HOSTS * j.rpn, coll, forced)
+    problems += ran_problems(err, HOSTS * j.rpn, coll, j.ran)
     if j.expect and j.expect not in err:
         problems.append("stderr does not say %r" % j.expect)
     report(r, res, mpi, "cluster", describe(mpi, j), tenv, problems, (rc, out, err, secs, st), HOSTS * j.rpn)

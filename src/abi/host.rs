@@ -202,6 +202,14 @@ impl Host for Mpi {
         Ok(all)
     }
 
+    fn drive_progress(&self, comm: MPI_Comm) {
+        let mut found: c_int = 0;
+        let h = handles();
+        // SAFETY: a valid communicator; probing receives nothing, and
+        // pcoll's communicators carry only pcoll's traffic.
+        unsafe { pmpi!(PMPI_Iprobe)(h.any_source, h.any_tag, comm, &mut found, h.status_ignore) };
+    }
+
     fn bcast_words(&self, comm: MPI_Comm, words: &mut [u64], root: usize) -> Result<(), Code> {
         // SAFETY: `words` holds the same number of words at every rank;
         // pcoll's communicators carry only pcoll's traffic.

@@ -358,10 +358,13 @@ static void bind_host(void)
         .win_null = MPI_WIN_NULL,
         .request_null = MPI_REQUEST_NULL,
         .errors_return = MPI_ERRORS_RETURN,
+        .status_ignore = MPI_STATUS_IGNORE,
         .statuses_ignore = MPI_STATUSES_IGNORE,
         .in_place = MPI_IN_PLACE,
         .undefined = MPI_UNDEFINED,
         .comm_type_shared = MPI_COMM_TYPE_SHARED,
+        .any_source = MPI_ANY_SOURCE,
+        .any_tag = MPI_ANY_TAG,
     };
 #ifdef OPEN_MPI
     /* The handles pcoll passes itself; missing under another MPI family. */

@@ -17,6 +17,7 @@ use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner};
 use crate::shm::team::{Mismatch, TeamState};
+use crate::shm::wait;
 use std::sync::MutexGuard;
 use std::time::Instant;
 
@@ -255,7 +256,10 @@ fn run_on_node<'a, H: Host>(
                 plan: stages,
                 memo: &mut state.memo.lock().unwrap(),
             };
-            run(part, desc, node_call(bufs), combiner)
+            // A rank waiting in the segment for its leader lets the host
+            // progress: the leader's transfers may wait for it (wait::driving).
+            let (host, private) = (*host, state.private);
+            wait::driving(Box::new(move || host.drive_progress(private)), || run(part, desc, node_call(bufs), combiner))
         }
         Impl::Schedule(_) => unreachable!("schedules run over the transport"),
     };

@@ -205,6 +205,9 @@ pub trait Host: Copy + Sized + 'static {
     /// Broadcasts `words` (the same count at every rank) from `root`.
     fn bcast_words(&self, comm: Self::Comm, words: &mut [u64], root: usize) -> Result<(), Code>;
     fn barrier(&self, comm: Self::Comm) -> Result<(), Code>;
+    /// Lets the host MPI progress what this process has started or owes
+    /// its peers (a non-blocking probe on `comm`, which matches nothing).
+    fn drive_progress(&self, comm: Self::Comm);
     /// The operating system's side of the node's memory.
     fn os(&self) -> Self::Os;
     /// This process's budget of /dev/shm and the segments it keeps

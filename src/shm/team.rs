@@ -377,7 +377,7 @@ impl<M> Team<'_, M> {
         Backoff::until(|| {
             polls = polls.wrapping_add(1);
             lines().fold(true, |all, line| (line.step.load(Acquire) >= s) & all)
-                || (polls % OTHER_POLLS == 0 && (ready.load(Acquire) >= s || other()))
+                || (polls.is_multiple_of(OTHER_POLLS) && (ready.load(Acquire) >= s || other()))
         });
         if lines().all(|line| line.step.load(Acquire) == s) {
             Ok(())

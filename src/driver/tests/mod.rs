@@ -501,6 +501,33 @@ fn compositions_run_between_nodes_over_the_host() {
 }
 
 #[test]
+fn ranks_waiting_on_their_leader_let_the_host_progress_within_compositions_only() {
+    // nodes {0, 1}, {2, 3}; rank 2, a leader, comes late, so rank 3 waits
+    // for it in the segment, and rank 0's leader work waits for node 1.
+    for (allreduce, node_of) in [("salar", &[0, 0, 1, 1][..]), ("hier", &[0, 0, 1, 1][..]), ("auto", &[0, 0, 0, 0][..])]
+    {
+        let world = World::new(node_of, &[("PCOLL_ALLREDUCE", allreduce), ("PCOLL_SHM_CHUNK", "4K")], vec![]);
+        world.run(|h| {
+            let count = 1000;
+            let mine = bytes_of(&input(h.rank, count));
+            let mut recv = vec![0u8; 4 * count];
+            if h.rank == 2 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let outcome = reduce_call(h, Some(&mine), &mut recv, count as i64, Ty::I32, Op::Sum, None, WORLD);
+            assert_eq!(outcome, Done(SUCCESS), "{allreduce} rank {}", h.rank);
+            assert_eq!(i32s_of(&recv), summed(4, count), "{allreduce} rank {}", h.rank);
+        });
+        let drove = world.drove_progress.load(Ordering::Relaxed);
+        if allreduce == "auto" {
+            assert_eq!(drove, 0, "a call within one node probed the host");
+        } else {
+            assert_ne!(drove & (1 << 3), 0, "{allreduce}: rank 3 waited 20 ms without probing the host");
+        }
+    }
+}
+
+#[test]
 fn where_a_leader_cannot_make_the_window_salar_hands_its_call_to_hier_and_is_not_chosen_again() {
     // nodes {0}, {1, 2}, {3}: leaders 0, 1 and 3; leader 3's host refuses
     // one-sided windows
