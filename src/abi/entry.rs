@@ -89,9 +89,9 @@ macro_rules! c_collectives {
         ) -> c_int {
             entry(
                 Coll::Allreduce,
-                |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
+                move |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, None, comm),
                 // SAFETY: the caller's arguments, unchanged.
-                || unsafe { pmpi!($pmpi_allreduce)(sendbuf, recvbuf, count, datatype, op, comm) },
+                move || unsafe { pmpi!($pmpi_allreduce)(sendbuf, recvbuf, count, datatype, op, comm) },
             )
         }
 
@@ -109,8 +109,8 @@ macro_rules! c_collectives {
         ) -> c_int {
             entry(
                 Coll::Reduce,
-                |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
-                || {
+                move |rt, t| reduction(&Mpi, rt, t, sendbuf, recvbuf, count.into(), datatype, op, Some(root), comm),
+                move || {
                     forward_reduce(&Mpi, sendbuf, recvbuf, count.into(), datatype, root, comm, |send, recv| {
                         // SAFETY: the caller's arguments (or a copy of the root's data, see forward_reduce).
                         unsafe { pmpi!($pmpi_reduce)(send, recv, count, datatype, op, root, comm) }
@@ -131,9 +131,9 @@ macro_rules! c_collectives {
         ) -> c_int {
             entry(
                 Coll::Bcast,
-                |rt, t| bcast(&Mpi, rt, t, buffer, count.into(), datatype, root, comm),
+                move |rt, t| bcast(&Mpi, rt, t, buffer, count.into(), datatype, root, comm),
                 // SAFETY: the caller's arguments, unchanged.
-                || unsafe { pmpi!($pmpi_bcast)(buffer, count, datatype, root, comm) },
+                move || unsafe { pmpi!($pmpi_bcast)(buffer, count, datatype, root, comm) },
             )
         }
 
@@ -153,14 +153,14 @@ macro_rules! c_collectives {
         ) -> c_int {
             entry(
                 Coll::Gatherv,
-                |rt, t| {
+                move |rt, t| {
                     let sendcount = sendcount.into();
                     let args =
                         GathervArgs { sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm };
                     gatherv(&Mpi, rt, t, args)
                 },
                 // SAFETY: the caller's arguments, unchanged.
-                || unsafe {
+                move || unsafe {
                     pmpi!($pmpi_gatherv)(
                         sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
                     )
