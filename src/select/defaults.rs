@@ -20,12 +20,12 @@ allreduce nodes=1 bytes<1M shm_flat
 allreduce nodes=1 p<3 shm_flat
 allreduce nodes=1 shm_zcopy
 allreduce nodes=1 shm_partition
-# A Reduce at 2 ranks: from 4 KiB to 128 KiB the partitioned copy-in
-# halves the root's share (flat: it waits for the first chunk's copy-in,
-# then combines all), 32 KiB 5.6-6.0 against 6.5-6.7 us, 64 KiB 9.5-10.0
-# against 11.3-12.1; from 128 KiB the flat chunks' pipeline wins (128 KiB
-# 18.4-19.1 against 19.7-20.5, 512 KiB 64-65 against 76-78).
-reduce nodes=1 p<3 bytes>=4K bytes<128K shm_partition
+# A Reduce at 2 ranks: flat at every size. The partitioned copy-in sends
+# the root's half across and the result back, which pays only where the
+# two vCPUs share a cache, cold (32 KiB 5.6 against 6.0 us); on hot
+# buffers flat is a third faster there (32 KiB 2.9 against 4.1), and where
+# the vCPUs are far apart 1.5-3 times (32 KiB: sync 7.4 against 11.6, osu
+# 3.2 against 9.1; both MPIs; docs/measurements.md).
 reduce nodes=1 bytes<64K shm_flat
 reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy
