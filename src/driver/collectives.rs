@@ -74,8 +74,10 @@ pub fn reduction<H: Host>(
 /// Hands a Reduce to the host: `call(sendbuf, recvbuf)`. MPICH 4.0.2
 /// crashes on MPI_IN_PLACE at a non-zero root from about 2 KiB, so there
 /// the root passes a copy of its data as the send buffer instead: same
-/// result, valid for every host.
+/// result, valid for every host. Inline up to that case, so that a
+/// forwarded Reduce costs one comparison more than the host's.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub fn forward_reduce<H: Host>(
     host: &H,
     sendbuf: *const c_void,
@@ -86,16 +88,33 @@ pub fn forward_reduce<H: Host>(
     comm: H::Comm,
     call: impl FnOnce(*const c_void, *mut c_void) -> Code,
 ) -> Code {
-    let root_in_place = sendbuf == host.in_place()
-        && root != 0
-        && count > 0
+    if sendbuf == host.in_place() && root != 0 {
+        forward_reduce_in_place(host, recvbuf, count, datatype, root, comm, call)
+    } else {
+        call(sendbuf, recvbuf)
+    }
+}
+
+/// [`forward_reduce`] of an in-place Reduce with a non-zero root.
+#[cold]
+#[inline(never)]
+fn forward_reduce_in_place<H: Host>(
+    host: &H,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: H::Datatype,
+    root: i32,
+    comm: H::Comm,
+    call: impl FnOnce(*const c_void, *mut c_void) -> Code,
+) -> Code {
+    let at_root = count > 0
         && !recvbuf.is_null()
         && H::with_thread(|t| {
             classify::is_usable_type(host, t, datatype)
                 && comm::shape(host, t, comm).is_some_and(|(rank, _)| rank as i32 == root)
         });
-    if !root_in_place {
-        return call(sendbuf, recvbuf);
+    if !at_root {
+        return call(host.in_place(), recvbuf);
     }
     let ty = host.type_layout(datatype);
     let span = ((count - 1) * ty.extent as i64 + ty.true_extent as i64).max(0) as usize;

@@ -54,6 +54,10 @@ static WARNED_UNSUPPORTED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 
 /// Warned once per collective that PCOLL_REPRODUCIBLE replaced a forced algorithm.
 static WARNED_REPLACED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
+/// Why the host runs a call of a collective set to `mpi` (PCOLL_<COLL>,
+/// `pcoll_set_algorithm`), in the log and the statistics.
+pub const FORCED_MPI: &str = "forced mpi";
+
 /// What the host MPI is told why it runs a call, for the log.
 fn host_reason(reason: Reason) -> &'static str {
     match reason {
@@ -61,7 +65,7 @@ fn host_reason(reason: Reason) -> &'static str {
         Reason::Rule { source: RuleSource::Tune, .. } => "a PCOLL_TUNE rule chose mpi",
         Reason::Rule { source: RuleSource::TuneFile, .. } => "a PCOLL_TUNE_FILE rule chose mpi",
         Reason::Rule { source: RuleSource::BuiltIn, .. } => "a built-in rule chose mpi",
-        Reason::Forced | Reason::ForcedMpi | Reason::Fallback => "forced mpi",
+        Reason::Forced | Reason::ForcedMpi | Reason::Fallback => FORCED_MPI,
         Reason::Rule { source: RuleSource::Reproducible, .. } | Reason::Replaced { .. } => {
             unreachable!("reproducible rules choose canonical algorithms, never the host")
         }

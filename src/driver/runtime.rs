@@ -48,11 +48,22 @@ impl Runtime {
 }
 
 impl Runtime {
-    /// Hands a call to the host for `why` (out of line, like every path
-    /// but pcoll's own calls, so that their code stays compact), counted
-    /// in the statistics.
-    #[inline(never)]
+    /// Hands a call to the host for `why`, counted in the statistics and
+    /// logged at debug level. Without either, only the host's call runs
+    /// (inline): the two checks are all a forwarded call costs.
+    #[inline]
     pub fn forward<R>(&self, coll: Coll, why: &'static str, forward: impl FnOnce() -> R) -> R {
+        if self.stats.is_none() && log::Level::Debug > log::max_level() {
+            return forward();
+        }
+        self.forward_observed(coll, why, forward)
+    }
+
+    /// [`Runtime::forward`] with the log or the statistics on (out of line,
+    /// like every path but pcoll's own calls, so that their code stays
+    /// compact).
+    #[inline(never)]
+    fn forward_observed<R>(&self, coll: Coll, why: &'static str, forward: impl FnOnce() -> R) -> R {
         log::debug!("{coll}: host MPI ({why})");
         // the clock only when someone keeps statistics
         let start = self.stats.is_some().then(Instant::now);
