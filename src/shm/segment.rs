@@ -257,19 +257,6 @@ impl Geometry {
         debug_assert!(r < self.ranks);
         self.header_bytes() + r * self.block_bytes()
     }
-
-    pub fn fragment_controls(&self, r: usize) -> usize {
-        self.block(r) + self.fragment_controls_at()
-    }
-
-    pub fn chunk_area(&self, r: usize, parity: usize) -> usize {
-        self.block(r) + self.control_bytes() + (parity % 2) * self.chunk_bytes()
-    }
-
-    pub fn queue_slot(&self, r: usize, slot: usize) -> usize {
-        debug_assert!(slot < self.slots);
-        self.block(r) + self.control_bytes() + 2 * self.chunk_bytes() + slot * self.slot_bytes
-    }
 }
 
 /// A mapped segment: its base address and geometry. The mapping outlives
@@ -405,61 +392,62 @@ impl Segment {
 mod tests {
     use super::*;
 
-    #[test]
-    fn blocks_are_page_aligned_and_disjoint() {
-        let geo = Geometry {
-            ranks: 3,
-            chunk: 4096,
-            allreduce_chunk: 65536 + 5,
-            slots: 64,
-            slot_bytes: 8192,
-            sets: 2,
-            ring: 16,
-            ring_bytes: 200,
-        };
-        assert_eq!(std::mem::size_of::<Control>(), 4 * LINE);
-        assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
-        for r in 0..3 {
-            assert_eq!(geo.block(r) % PAGE, 0);
-            assert!(geo.block(r) + geo.ring_more_lines_at() + 16 * (LINES - 1) * LINE <= geo.fragment_controls(r));
-            assert!(geo.ring_data_at() + 16 * 256 <= geo.ring_more_lines_at());
-            assert!(geo.fragment_controls(r) + 64 * LINE <= geo.chunk_area(r, 0));
-            assert!(geo.chunk_area(r, 0) + geo.allreduce_chunk <= geo.chunk_area(r, 1));
-            assert!(geo.chunk_area(r, 1) + geo.allreduce_chunk <= geo.queue_slot(r, 0));
-            assert!(geo.queue_slot(r, 63) + 8192 <= geo.block(r) + geo.block_bytes());
-        }
-        assert_eq!(geo.total_bytes(), geo.block(2) + geo.block_bytes());
-        // the ranks' own ranges tile the segment
-        let ranges: Vec<(usize, usize)> = (0..3).map(|r| geo.own_range(r)).collect();
-        assert_eq!(ranges[0].0, 0);
-        assert!(ranges.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
-        assert_eq!(ranges[2].0 + ranges[2].1, geo.total_bytes());
+    /// A segment's places, at offsets from a base no one dereferences.
+    fn offsets(geo: Geometry) -> (Segment, impl Fn(*const u8) -> usize) {
+        // SAFETY: only addresses are computed, none is dereferenced.
+        let seg = unsafe { Segment::new(std::ptr::null_mut::<u8>().wrapping_add(PAGE), geo) };
+        (seg, |p: *const u8| p as usize - PAGE)
     }
 
     #[test]
-    fn the_segments_offsets_are_the_geometrys() {
-        for (ring, ring_bytes, slots) in [(2, 0, 1), (16, 200, 64), (1024, 4096, 8)] {
-            let geo = Geometry { ranks: 3, ring, ring_bytes, slots, ..Geometry::DEFAULT };
-            // SAFETY: only addresses are computed, none is dereferenced.
-            let seg = unsafe { Segment::new(std::ptr::null_mut::<u8>().wrapping_add(PAGE), geo) };
-            let offset = |p: *const u8| p as usize - PAGE;
+    fn blocks_are_page_aligned_and_their_parts_disjoint_in_order() {
+        assert_eq!(std::mem::size_of::<Control>(), 4 * LINE);
+        assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
+        for (ring, ring_bytes, slots, allreduce_chunk) in [(2, 0, 1, 0), (16, 200, 64, 65536 + 5), (1024, 4096, 8, 0)] {
+            let geo =
+                Geometry { ranks: 3, chunk: 4096, allreduce_chunk, slots, slot_bytes: 8192, sets: 2, ring, ring_bytes };
+            let (seg, offset) = offsets(geo);
+            let (first, last) = (0, (7 << CALL_SHIFT) + 3);
             for r in 0..3 {
-                assert_eq!(offset(seg.block_range(r).0), geo.block(r));
-                assert_eq!(seg.block_range(r).1, geo.block_bytes());
-                for s in [0, 1, 5, (7 << CALL_SHIFT) + 3] {
-                    assert_eq!(offset(seg.chunk_area(r, s)), geo.chunk_area(r, place(s) % 2));
-                    let slot = geo.ring_slot(s);
-                    assert_eq!(
-                        offset(seg.ring_data(r, s)),
-                        geo.block(r) + geo.ring_data_at() + slot * geo.ring_slot_bytes()
-                    );
-                    assert_eq!(
-                        offset(seg.slot(r, s, 2) as *const Slot as *const u8),
-                        geo.block(r) + geo.ring_more_lines_at() + (slot * (LINES - 1) + 1) * LINE
-                    );
+                let (block, bytes) = seg.block_range(r);
+                let block = offset(block);
+                assert_eq!((block, bytes), (geo.block(r), geo.block_bytes()));
+                assert_eq!(block % PAGE, 0);
+                // the parts of a block, in order: the control lines and the
+                // slots' first lines, their data, their further lines, the
+                // fragment controls, two chunk areas, the queue
+                let line = |s, i| offset(seg.slot(r, s, i) as *const Slot as *const u8);
+                let slot_of = |s| geo.ring_slot(s);
+                assert_eq!(line(first, 0), block + std::mem::size_of::<Control>() + slot_of(first) * LINE);
+                let data = |s| offset(seg.ring_data(r, s));
+                let ring_end = block + std::mem::size_of::<Control>() + ring * LINE;
+                assert!((0..ring as u64).all(|s| line(s, 0) < ring_end && data(s) >= ring_end));
+                let data_end = data(ring as u64 - 1) + ring_bytes.next_multiple_of(LINE);
+                assert!((0..ring as u64).all(|s| line(s, 1) >= data_end));
+                let lines_end = line(ring as u64 - 1, LINES - 1) + LINE;
+                let fragments = offset(seg.fragment_control(r, 0) as *const Flag as *const u8);
+                assert!(lines_end <= fragments);
+                assert!(
+                    offset(seg.fragment_control(r, slots - 1) as *const Flag as *const u8) + LINE
+                        <= offset(seg.chunk_area(r, 0))
+                );
+                assert_eq!(offset(seg.chunk_area(r, 0)) % PAGE, 0);
+                assert!(offset(seg.chunk_area(r, 0)) + geo.area() <= offset(seg.chunk_area(r, 1)));
+                assert!(offset(seg.chunk_area(r, 1)) + geo.area() <= offset(seg.queue_slot(r, 0)));
+                assert!(offset(seg.queue_slot(r, slots - 1)) + 8192 <= block + bytes);
+                // a step's places: its chunk area by parity, its ring slot
+                for s in [first, 1, 5, last] {
+                    assert_eq!(seg.chunk_area(r, s), seg.chunk_area(r, place(s) as u64 % 2));
+                    assert_eq!(line(s, 2), line(slot_of(s) as u64, 2));
+                    assert_eq!(data(s), data(slot_of(s) as u64));
                 }
-                assert_eq!(offset(seg.queue_slot(r, slots - 1)), geo.queue_slot(r, slots - 1));
             }
+            assert_eq!(geo.total_bytes(), geo.block(2) + geo.block_bytes());
+            // the ranks' own ranges tile the segment
+            let ranges: Vec<(usize, usize)> = (0..3).map(|r| geo.own_range(r)).collect();
+            assert_eq!(ranges[0].0, 0);
+            assert!(ranges.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0));
+            assert_eq!(ranges[2].0 + ranges[2].1, geo.total_bytes());
         }
     }
 }
