@@ -210,6 +210,13 @@ impl Host for Mpi {
         unsafe { pmpi!(PMPI_Iprobe)(h.any_source, h.any_tag, comm, &mut found, h.status_ignore) };
     }
 
+    fn thread_multiple(&self) -> bool {
+        let mut provided: c_int = 0;
+        // SAFETY: MPI is initialised whenever pcoll runs; `provided` is a local.
+        unsafe { pmpi!(PMPI_Query_thread)(&mut provided) };
+        provided == handles().thread_multiple
+    }
+
     fn bcast_words(&self, comm: MPI_Comm, words: &mut [u64], root: usize) -> Result<(), Code> {
         // SAFETY: `words` holds the same number of words at every rank;
         // pcoll's communicators carry only pcoll's traffic.

@@ -365,6 +365,7 @@ static void bind_host(void)
         .comm_type_shared = MPI_COMM_TYPE_SHARED,
         .any_source = MPI_ANY_SOURCE,
         .any_tag = MPI_ANY_TAG,
+        .thread_multiple = MPI_THREAD_MULTIPLE,
     };
 #ifdef OPEN_MPI
     /* The handles pcoll passes itself; missing under another MPI family. */

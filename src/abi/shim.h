@@ -26,7 +26,7 @@
     X(PMPI_Type_create_struct) X(PMPI_Type_commit) X(PMPI_Type_free)                      \
     X(PMPI_Op_commutative) X(PMPI_Pack) X(PMPI_Unpack) X(PMPI_Reduce_local)               \
     X(PMPI_Allreduce) X(PMPI_Reduce) X(PMPI_Bcast) X(PMPI_Gatherv) X(PMPI_Barrier)        \
-    X(PMPI_Allgather) X(PMPI_Isend) X(PMPI_Irecv) X(PMPI_Testall) X(PMPI_Iprobe)          \
+    X(PMPI_Allgather) X(PMPI_Isend) X(PMPI_Irecv) X(PMPI_Testall) X(PMPI_Iprobe) X(PMPI_Query_thread)          \
     X(PMPI_Win_create) X(PMPI_Win_free) X(PMPI_Win_fence) X(PMPI_Put) X(PMPI_Get)         \
     PCOLL_HOST_FORTRAN_FUNCTIONS(X)
 
@@ -65,7 +65,7 @@ struct pcoll_handles {
     MPI_Errhandler errors_return;
     MPI_Status *status_ignore, *statuses_ignore;
     void *in_place;
-    int undefined, comm_type_shared, any_source, any_tag;
+    int undefined, comm_type_shared, any_source, any_tag, thread_multiple;
 };
 extern struct pcoll_handles pcoll_handles;
 

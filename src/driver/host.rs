@@ -208,6 +208,9 @@ pub trait Host: Copy + Sized + 'static {
     /// Lets the host MPI progress what this process has started or owes
     /// its peers (a non-blocking probe on `comm`, which matches nothing).
     fn drive_progress(&self, comm: Self::Comm);
+    /// Whether threads may call MPI at the same time (the host provides
+    /// MPI_THREAD_MULTIPLE).
+    fn thread_multiple(&self) -> bool;
     /// The operating system's side of the node's memory.
     fn os(&self) -> Self::Os;
     /// This process's budget of /dev/shm and the segments it keeps

@@ -117,7 +117,7 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
     let mine = NodeReport { leader, local, segment: mapping.is_some(), zero_copy: peers.is_some() };
     let all = host.allgather_words(private, &mine.to_words())?;
     let reports: Vec<NodeReport> = all.chunks_exact(4).map(NodeReport::from_words).collect();
-    let state = kept_state.unwrap_or_else(|| CallState::fresh(cfg));
+    let state = kept_state.unwrap_or_else(|| CallState::fresh(cfg, host.thread_multiple()));
     let node = NodeState::new(local, local_size, &reports, cfg, oversubscribed, state);
     log::debug!(
         "node layer: rank {rank} is rank {local} of {local_size} on node {} of {} ({:?}; segment: {how})",

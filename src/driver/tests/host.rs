@@ -516,6 +516,11 @@ impl Host for TestHost {
         self.world.drove_progress.fetch_or(1 << self.rank, Ordering::Relaxed);
     }
 
+    /// Each thread is a process of its own: one thread per process calls.
+    fn thread_multiple(&self) -> bool {
+        false
+    }
+
     fn os(&self) -> TestOs {
         TestOs { world: self.world, rank: self.rank }
     }

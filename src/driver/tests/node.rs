@@ -5,7 +5,7 @@
 use super::host::{Comm, CommSpec, TestHost, World};
 use super::{bcast_call, WORLD};
 use crate::core::call::Topo;
-use crate::driver::comm::CommState;
+use crate::driver::comm::{CallState, CommState};
 use crate::driver::host::Outcome::Forward;
 use crate::driver::Host;
 use std::sync::atomic::Ordering;
@@ -232,4 +232,30 @@ fn where_the_job_runs_on_one_host_the_node_is_the_communicator_itself() {
         });
         assert_eq!(allreduce_and_base(world, comm)[0], all[0].2);
     }
+}
+
+/// A communicator's protocol state admits one call at a time, whether it
+/// is taken with a compare-and-swap (threads may call at once) or with a
+/// load and a store (one thread calls at a time): a second taker, as two
+/// threads would be, is refused until the first is done.
+#[test]
+fn a_communicators_call_state_admits_one_call_at_a_time_at_every_thread_level() {
+    let cfg = crate::select::config::Config::from_vars(&[]).expect("the default configuration");
+    for threads_at_once in [false, true] {
+        let state = CallState::fresh(&cfg.shm, threads_at_once);
+        let first = state.take().expect("a free state is taken");
+        assert!(state.take().is_none(), "taken twice (threads at once: {threads_at_once})");
+        drop(first);
+        let again = state.take().expect("free again once the first call is done");
+        drop(again);
+    }
+    let state = CallState::fresh(&cfg.shm, true);
+    let threads = std::thread::scope(|scope| {
+        let state = &state;
+        let held = state.take().expect("a free state is taken");
+        let other = scope.spawn(|| state.take().is_none()).join().expect("the other thread runs");
+        drop(held);
+        other
+    });
+    assert!(threads, "another thread takes a state while a call holds it");
 }
