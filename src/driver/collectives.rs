@@ -89,22 +89,20 @@ pub fn forward_reduce<H: Host>(
     call: impl FnOnce(*const c_void, *mut c_void) -> Code,
 ) -> Code {
     if sendbuf == host.in_place() && root != 0 {
-        forward_reduce_in_place(host, recvbuf, count, datatype, root, comm, call)
+        forward_reduce_in_place(host, recvbuf, (count, datatype, root, comm), call)
     } else {
         call(sendbuf, recvbuf)
     }
 }
 
-/// [`forward_reduce`] of an in-place Reduce with a non-zero root.
+/// [`forward_reduce`] of an in-place Reduce with a non-zero root (its
+/// count, datatype, root and communicator).
 #[cold]
 #[inline(never)]
 fn forward_reduce_in_place<H: Host>(
     host: &H,
     recvbuf: *mut c_void,
-    count: i64,
-    datatype: H::Datatype,
-    root: i32,
-    comm: H::Comm,
+    (count, datatype, root, comm): (i64, H::Datatype, i32, H::Comm),
     call: impl FnOnce(*const c_void, *mut c_void) -> Code,
 ) -> Code {
     let at_root = count > 0
