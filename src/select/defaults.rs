@@ -30,11 +30,16 @@ reduce nodes=1 bytes<64K shm_flat
 reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy
 reduce nodes=1 shm_partition
-# Bcast at 2 ranks: zero copy (in shm) from 16 KiB, 32 KiB 4.6-5.1
-# against 6.7-7.3 us through the queue, 64 KiB 7.3-8.3 against 11.7-13.0;
-# at 8 KiB the queue 2.3 against 2.5.
+# Bcast: the queue from 8 KiB (2.3 against 2.5 us by the pipeline), and
+# at 2 ranks below 48 KiB, where it beats zero copy in every mode of
+# scripts/bench.sh under both MPIs (32 KiB: cold 4.3-4.4 against 5.5 us,
+# osu 3.0-3.1 against 3.3-3.4, back to back 3.8-4.7 against 4.4-10.9).
+# From 48 KiB zero copy (in shm) wins the barrier-separated hot calls
+# (48 KiB osu 4.0 against 4.3-4.4) and from 256 KiB shm times it against
+# the pipeline (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
 bcast nodes=1 bytes<16K shm_queue
+bcast nodes=1 p<3 bytes<48K shm_queue
 bcast nodes=1 shm
 bcast nodes=1 shm_queue
 # Gatherv: one rule whatever the sizes (only the root knows them); the

@@ -231,6 +231,23 @@ mod tests {
     }
 
     #[test]
+    fn a_bcast_on_one_node_at_two_ranks_goes_through_the_queue_below_48_kib() {
+        let node = Topo { shm: true, zcopy: true, chunk: 1 << 16, ..Topo::default() };
+        let pick = |p: usize, bytes: usize| {
+            let d = CallDesc { topo: node, ..desc(Coll::Bcast, p, bytes) };
+            match decide(&Config::default(), &d, Some(bytes)) {
+                Decision::Run(a, _, _) => a.name,
+                other => panic!("{other:?}"),
+            }
+        };
+        let at_two: Vec<_> = [4 << 10, 8 << 10, 16 << 10, 32 << 10, (48 << 10) - 1, 48 << 10, 1 << 20]
+            .map(|bytes| pick(2, bytes))
+            .into();
+        assert_eq!(at_two, ["shm_pipeline", "shm_queue", "shm_queue", "shm_queue", "shm_queue", "shm", "shm"]);
+        assert_eq!(pick(4, 32 << 10), "shm");
+    }
+
+    #[test]
     fn across_nodes_dpml_from_64_kib_whether_or_not_the_leaders_can_make_a_window() {
         let spread = Topo { nodes: 2, shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |topo: Topo, bytes: usize| match decide(
