@@ -26,8 +26,9 @@
     X(PMPI_Type_create_struct) X(PMPI_Type_commit) X(PMPI_Type_free)                      \
     X(PMPI_Op_commutative) X(PMPI_Pack) X(PMPI_Unpack) X(PMPI_Reduce_local)               \
     X(PMPI_Allreduce) X(PMPI_Reduce) X(PMPI_Bcast) X(PMPI_Gatherv) X(PMPI_Barrier)        \
-    X(PMPI_Allgather) X(PMPI_Isend) X(PMPI_Irecv) X(PMPI_Testall) X(PMPI_Iprobe) X(PMPI_Query_thread)          \
-    X(PMPI_Win_create) X(PMPI_Win_free) X(PMPI_Win_fence) X(PMPI_Put) X(PMPI_Get)         \
+    X(PMPI_Allgather) X(PMPI_Isend) X(PMPI_Irecv) X(PMPI_Testall) X(PMPI_Iprobe)          \
+    X(PMPI_Query_thread) X(PMPI_Win_create) X(PMPI_Win_free) X(PMPI_Win_fence)            \
+    X(PMPI_Put) X(PMPI_Get)                                                               \
     PCOLL_HOST_FORTRAN_FUNCTIONS(X)
 
 /* Open MPI's Fortran bindings in pcoll (src/abi/fortran.rs) convert handles

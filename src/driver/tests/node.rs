@@ -240,7 +240,7 @@ fn where_the_job_runs_on_one_host_the_node_is_the_communicator_itself() {
 /// threads would be, is refused until the first is done.
 #[test]
 fn a_communicators_call_state_admits_one_call_at_a_time_at_every_thread_level() {
-    let cfg = crate::select::config::Config::from_vars(&[]).expect("the default configuration");
+    let cfg = crate::select::config::Config::default();
     for threads_at_once in [false, true] {
         let state = CallState::fresh(&cfg.shm, threads_at_once);
         let first = state.take().expect("a free state is taken");
