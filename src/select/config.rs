@@ -106,7 +106,7 @@ pub struct ShmConfig {
     pub allreduce_chunk: usize,
     /// PCOLL_SHM_SLOTS, PCOLL_SHM_FRAGMENT, PCOLL_SHM_SETS: seed 002's
     /// queue: slots per rank, fragment bytes (0: the paper's model per
-    /// message, up to 16 KiB), sets.
+    /// message, up to a slot of 4 KiB), sets.
     pub slots: usize,
     pub fragment: usize,
     pub sets: usize,

@@ -459,7 +459,7 @@ pub static SETTINGS: &[Setting] = &[
             Ok(())
         },
         doc: "`shm_queue`: bytes per fragment (= slot size). `0`: a size per message from the queue model, page \
-              multiples up to 16 KiB",
+              multiples up to a slot of 4 KiB",
     },
     Setting {
         name: "PCOLL_SHM_SETS",

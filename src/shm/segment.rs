@@ -58,15 +58,22 @@ pub struct Geometry {
 
 impl Geometry {
     /// The layout users get without PCOLL_SHM_* settings (`ranks` aside):
-    /// 64 KiB chunks (256 KiB for a flat Allreduce), a queue of 64 slots
-    /// of 16 KiB in 2 sets, a ring of [`RING`] slots of [`RING_BYTES`].
+    /// 64 KiB chunks (256 KiB for a flat Allreduce), a queue of 256 slots
+    /// of 4 KiB in 64 sets, a ring of [`RING`] slots of [`RING_BYTES`].
+    /// The queue's 1 MiB comes back to a set only after 63 other
+    /// operations, when the readers' caches hold its lines no more: a
+    /// root's copy-in to lines a reader still holds waits for each (in 2
+    /// sets of 64 slots of 16 KiB, a 32 KiB Bcast went to the slots of the
+    /// message before last; 2 ranks, back to back, 3.96 -> 3.27 us;
+    /// docs/measurements.md). The model's fragments up to 335 KiB
+    /// messages are a page anyway.
     pub const DEFAULT: Geometry = Geometry {
         ranks: 0,
         chunk: 64 << 10,
         allreduce_chunk: 256 << 10,
-        slots: 64,
-        slot_bytes: 16 << 10,
-        sets: 2,
+        slots: 256,
+        slot_bytes: 4 << 10,
+        sets: 64,
         ring: RING,
         ring_bytes: RING_BYTES,
     };
