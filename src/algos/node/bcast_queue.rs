@@ -11,8 +11,9 @@
 //! queue, with the paper's ratio `t_w / t = 50` bytes, rounded up to a
 //! page, at most a slot (4 KiB by default: the model's own page for
 //! messages up to 335 KiB; see [`crate::shm::segment::Geometry::DEFAULT`]
-//! for why the slots are small and the sets many). The root copies in with the stores its readers' timings favour
-//! ([`BcastStores`]) and tags every notification with them.
+//! for why the slots are small and the sets many). The root copies in
+//! with the stores its readers' timings favour ([`BcastStores`]) and tags
+//! every notification with them.
 //!
 //! Trace, p = 3 flat, 3 fragments, s = 4, q = 2: the root takes set
 //! 0 (slots 0, 1), copies a, notifies 1 and 2 (`controls[0] = |a|`), copies
