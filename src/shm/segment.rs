@@ -155,7 +155,10 @@ pub struct Control {
     /// The call each of `heads` was written in, whole: a head carries only
     /// the low bits of its call's number, which repeat every 2^20 calls.
     pub head_calls: [AtomicU64; 2],
-    _pad: [u64; 2],
+    /// The pieces of the chunk area of each parity written so far, with
+    /// their step ([`super::team::Team::put_pieces`]), in `ready`'s line:
+    /// a reader copies each piece while the writer writes the next.
+    pub pieces: [AtomicU64; 2],
     /// Published words, one set per step parity like the chunk areas.
     pub words: [[AtomicU64; PUBLISHED]; 2],
     _pad2: [u64; 4],

@@ -19,7 +19,10 @@
 //!   [`Team::wait_lines`]);
 //! - when a rank has read all it needs of step `s`, it stores `done = s`
 //!   (release: its reads before the writer's next overwrite, which
-//!   acquires).
+//!   acquires);
+//! - a writer may also count the pieces of a step's chunk area as they
+//!   land ([`Team::put_pieces`]), so that its reader copies one out while
+//!   it writes the next ([`Team::read_pieces`]).
 //!
 //! Erroneous programs: every piece of data travels with its writer's
 //! [`Head`] (the call, the algorithm, the writer's bytes), in the line
@@ -200,6 +203,23 @@ pub fn in_lines(len: usize) -> bool {
     len > INLINE && len <= LINES * INLINE
 }
 
+/// The count word of [`Team::put_pieces`]: `landed` pieces of step `s`
+/// (the step's low 48 bits, which repeat only after 2^24 calls).
+fn pieces_landed(s: u64, landed: u64) -> u64 {
+    assert!(landed < 1 << 16, "a chunk area of 2^16 pieces");
+    s << 16 | landed
+}
+
+/// The pieces of step `s` a count word says have landed (0: none, or the
+/// word is of another step).
+fn landed_of(word: u64, s: u64) -> u64 {
+    if word >> 16 == s & ((1 << 48) - 1) {
+        word & 0xffff
+    } else {
+        0
+    }
+}
+
 /// One rank's view of its node for one call.
 pub struct Team<'a, M = ()> {
     /// This rank on the node, and the node's ranks.
@@ -324,6 +344,92 @@ impl<M> Team<'_, M> {
     fn put_area(&mut self, s: u64, src: &[u8], stream: bool) {
         self.writable(s);
         super::stream::copy_with(self.my_area_bytes(s, src.len()), src, stream);
+    }
+
+    /// Copies `src` into this rank's chunk area of step `s` in pieces of
+    /// `piece` bytes, each counted as it lands, so that a reader
+    /// ([`Team::read_pieces`]) copies one out while this rank writes the
+    /// next: a transfer costs the larger of the two copies, not their sum.
+    /// The head goes out first (a reader checks it before the first
+    /// piece); the caller publishes `s` as after [`Team::put`].
+    pub fn put_pieces(&mut self, s: u64, src: &[u8], piece: usize, stream: bool) {
+        self.writable(s);
+        self.show_head(s);
+        let count = &self.seg.control(self.rank).pieces[place(s) % 2];
+        let area = self.data(self.rank, s, src.len());
+        for (i, src) in src.chunks(piece).enumerate() {
+            // SAFETY: within the area (`src` fits it); after `writable(s)`
+            // only this rank writes there, and readers read only the
+            // pieces counted before this one.
+            let dst = unsafe { std::slice::from_raw_parts_mut(area.add(i * piece), src.len()) };
+            super::stream::copy_with(dst, src, stream);
+            // Release: the piece's bytes (and the head) before its count,
+            // for read_pieces' acquire.
+            count.store(pieces_landed(s, i as u64 + 1), Release);
+        }
+    }
+
+    /// Copies rank `r`'s bytes of step `s`, written with
+    /// [`Team::put_pieces`] in pieces of `piece` bytes, into `into` (as
+    /// long as the writer's data), a piece as soon as it lands. A
+    /// [`Mismatch`] where `r`'s head says other bytes than `expect`, or
+    /// `r` published `s` without its pieces (it runs another call).
+    pub fn read_pieces(&self, r: usize, s: u64, into: &mut [u8], piece: usize, expect: Expect) -> Result<(), Mismatch> {
+        let total = into.len().div_ceil(piece) as u64;
+        let mut copied = 0;
+        while copied < total {
+            let landed = self.wait_pieces(r, s, copied, expect)?.min(total);
+            if copied == 0 {
+                self.check(r, s, Via::Area, expect)?;
+            }
+            if landed <= copied {
+                return Err(self.mismatch(r, s));
+            }
+            let bytes = (copied as usize * piece)..(landed as usize * piece).min(into.len());
+            // SAFETY: within the area; these pieces were counted (acquired
+            // in wait_pieces), and the writer leaves them alone until this
+            // rank is done with `s`.
+            let from = unsafe { std::slice::from_raw_parts(self.data(r, s, into.len()).add(bytes.start), bytes.len()) };
+            super::stream::copy_out(&mut into[bytes], from, false, self.settings.ahead);
+            copied = landed;
+        }
+        Ok(())
+    }
+
+    /// Whether rank `r` writes its data of step `s` in pieces
+    /// ([`Team::put_pieces`]): waits until the first lands, or `r`
+    /// publishes `s` without any; a [`Mismatch`] as
+    /// [`Team::read_pieces`] says.
+    pub fn writes_pieces(&self, r: usize, s: u64, expect: Expect) -> Result<bool, Mismatch> {
+        Ok(self.wait_pieces(r, s, 0, expect)? > 0)
+    }
+
+    /// Waits until more than `copied` of rank `r`'s pieces of step `s`
+    /// have landed, or `r` has published `s`: the pieces landed then. A
+    /// [`Mismatch`] where `r` shows a head of this call with other bytes
+    /// than `expect` (a writer that may itself wait for this rank: a
+    /// Gatherv owner that thinks its block direct) and has not published.
+    fn wait_pieces(&self, r: usize, s: u64, copied: u64, expect: Expect) -> Result<u64, Mismatch> {
+        let control = self.seg.control(r);
+        let count = &control.pieces[place(s) % 2];
+        let other = || self.area_head(r, s).is_some_and(|h| expect.0.is_some_and(|bytes| !h.has_bytes(bytes)));
+        let (mut landed, mut polls) = (0, 0u32);
+        Backoff::until(|| {
+            polls = polls.wrapping_add(1);
+            // Acquire: pairs with put_pieces' release, so the pieces
+            // counted are visible.
+            landed = landed_of(count.load(Acquire), s);
+            // Acquire on `ready`: as in wait_ready.
+            landed > copied || control.ready.load(Acquire) >= s || (polls.is_multiple_of(OTHER_POLLS) && other())
+        });
+        if landed > copied {
+            return Ok(landed);
+        }
+        if control.ready.load(Acquire) >= s {
+            // Published: the count is final (put_pieces counts before).
+            return Ok(landed_of(count.load(Acquire), s));
+        }
+        Err(self.mismatch(r, s))
     }
 
     /// Rank `r`'s `len` bytes of step `s`, once there. For data written

@@ -40,6 +40,9 @@ pub struct NodeMemory {
     pub queue_op: u64,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
+    /// Gatherv: where this rank's last block came from, as a non-root (a
+    /// block from the same buffer again is taken to be in its caches).
+    pub gatherv_sent: usize,
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
@@ -55,6 +58,7 @@ impl Default for NodeMemory {
             sizes: Sizes::default(),
             queue_op: 0,
             line_copies: Vec::new(),
+            gatherv_sent: 0,
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             adaptation: Adaptation::default(),
         }

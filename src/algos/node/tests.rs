@@ -658,6 +658,51 @@ fn gathers_put_every_block_in_place_across_many_calls() {
     }
 }
 
+/// Gatherv blocks that go either way in the auto mode (more than a copy
+/// piece, at most a chunk): from the buffer an owner sent its last block
+/// from, direct, else copied in piece by piece while the root copies out;
+/// the root learns which from the owner. Owners switch at random between
+/// one buffer and fresh ones, roots rotate, ranks drift apart, and every
+/// block is in place.
+#[test]
+fn gathers_of_blocks_sent_either_way_are_exact() {
+    use super::gatherv_shm::{self as gatherv, Gather};
+    let (ring, chunk) = (TEST_GEO.ring_bytes, TEST_GEO.chunk);
+    assert!(chunk / 8 < ring, "blocks past the ring are several pieces");
+    for p in [2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 31 + rank as u64);
+            let mut plan = Rng(p as u64 + 900);
+            let mut kept = vec![0u8; chunk];
+            for call in 0..200 {
+                let root = call % p;
+                let lens: Vec<usize> = (0..p).map(|_| ring + 1 + plan.below(chunk - ring)).collect();
+                let (layout, extent) = packed(lens.iter().copied());
+                let byte = |r: usize, i: usize| (r * 41 + i * 13 + call) as u8;
+                let len = lens[rank];
+                let mut fresh = vec![0u8; len];
+                let send = if rng.below(2) == 0 { &mut kept[..len] } else { &mut fresh[..] };
+                send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
+                let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
+                let none = Default::default();
+                let mut g = Gather {
+                    send,
+                    recv: &mut recv,
+                    layout: if rank == root { &layout } else { &none },
+                    root,
+                    in_place: false,
+                };
+                jitter(&mut rng);
+                node_call(team, len, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+                if rank == root {
+                    let want: Vec<u8> = (0..p).flat_map(|r| (0..lens[r]).map(move |i| byte(r, i))).collect();
+                    assert_eq!(recv, want, "p={p} call={call} root={root}");
+                }
+            }
+        });
+    }
+}
+
 /// Calls far apart on one communicator: a head tells its call by the low
 /// bits of the call's number, which repeat every 2^20 calls, and a place a
 /// rank has not written since (a chunk area after small messages, or one
