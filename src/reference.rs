@@ -1,6 +1,6 @@
 //! The reference pages generated from the code's own tables:
 //! docs/configuration.md from [`SETTINGS`](crate::select::settings) and
-//! docs/algorithms.md from [`ALGORITHMS`] and the built-in rules. The
+//! docs/algorithms.md from [`ALGORITHMS`](crate::algos::ALGORITHMS) and the built-in rules. The
 //! prose around the tables lives in docs/templates/; `pcoll config
 //! --markdown` and `pcoll algorithms --markdown` print the pages, and a
 //! test fails when the files in docs/ differ from them, or when README.md

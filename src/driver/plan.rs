@@ -54,7 +54,7 @@ static WARNED_UNSUPPORTED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 
 /// Warned once per collective that PCOLL_REPRODUCIBLE replaced a forced algorithm.
 static WARNED_REPLACED: [AtomicBool; 4] = [const { AtomicBool::new(false) }; 4];
 
-/// Why the host runs a call of a collective set to `mpi` (PCOLL_<COLL>,
+/// Why the host runs a call of a collective set to `mpi` (`PCOLL_<COLL>`,
 /// `pcoll_set_algorithm`), in the log and the statistics.
 pub const FORCED_MPI: &str = "forced mpi";
 

@@ -1,7 +1,7 @@
 //! Configuration and the per-call decision: which algorithm runs a call, or
 //! whether it goes to the host MPI, and why.
 //!
-//! Precedence: PCOLL_<COLL> (a forced algorithm or `mpi`), then the rules
+//! Precedence: `PCOLL_<COLL>` (a forced algorithm or `mpi`), then the rules
 //! of PCOLL_TUNE, then those of PCOLL_TUNE_FILE, then the built-in rules
 //! ([`defaults`]), then the collective's general algorithm.
 //!
@@ -38,9 +38,9 @@ pub enum RuleSource {
 /// Why a call runs the way it does (shown in the debug log).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
-    /// PCOLL_<COLL>=<algorithm>.
+    /// `PCOLL_<COLL>=<algorithm>`.
     Forced,
-    /// PCOLL_<COLL>=mpi.
+    /// `PCOLL_<COLL>=mpi`.
     ForcedMpi,
     /// A rule chose it; `line` is the rule's line.
     Rule { source: RuleSource, line: usize },

@@ -6,7 +6,8 @@ use crate::algos::{Algorithm, Params, ALGORITHMS, MAX_PARAMS};
 use crate::core::call::GatherLayout;
 
 /// Words of the root's broadcast before the layout: the algorithm's
-/// registry index (or [`HOST`]), its parameters, the reason.
+/// registry index (or `u64::MAX`: the host MPI runs it), its parameters,
+/// the reason.
 pub const HEADER: usize = 2 + MAX_PARAMS + 2;
 const HOST: u64 = u64::MAX;
 /// In place of the algorithm: the root refuses the call (its arguments

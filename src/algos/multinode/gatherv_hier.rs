@@ -124,7 +124,7 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
     Ok(())
 }
 
-/// [`gatherv`], as the registry runs it.
+/// [`gatherv()`], as the registry runs it.
 pub fn run(part: Part<'_, '_>, desc: &CallDesc, call: NodeCall<'_>, c: &dyn Combiner) -> Result<(), Mismatch> {
     gatherv(part, desc, call.into_gatherv(), c)
 }
