@@ -1,8 +1,9 @@
 //! The reference pages generated from the code's own tables:
 //! docs/configuration.md from [`SETTINGS`](crate::select::settings) and
-//! docs/algorithms.md from [`ALGORITHMS`](crate::algos::ALGORITHMS) and the built-in rules. The
-//! prose around the tables lives in docs/templates/; `pcoll config
-//! --markdown` and `pcoll algorithms --markdown` print the pages, and a
+//! docs/algorithms.md from [`ALGORITHMS`](crate::algos::ALGORITHMS) and
+//! the built-in rules. The prose around the tables lives in
+//! docs/templates/; `pcoll config --markdown` and `pcoll algorithms
+//! --markdown` print the pages, and a
 //! test fails when the files in docs/ differ from them, or when README.md
 //! does not hold the table of the common settings (`pcoll config
 //! --readme-table`).

@@ -412,7 +412,6 @@ impl<M> Team<'_, M> {
     fn wait_pieces(&self, r: usize, s: u64, copied: u64, expect: Expect) -> Result<u64, Mismatch> {
         let control = self.seg.control(r);
         let count = &control.pieces[place(s) % 2];
-        let other = || self.area_head(r, s).is_some_and(|h| expect.0.is_some_and(|bytes| !h.has_bytes(bytes)));
         let (mut landed, mut polls) = (0, 0u32);
         Backoff::until(|| {
             polls = polls.wrapping_add(1);
@@ -420,7 +419,9 @@ impl<M> Team<'_, M> {
             // counted are visible.
             landed = landed_of(count.load(Acquire), s);
             // Acquire on `ready`: as in wait_ready.
-            landed > copied || control.ready.load(Acquire) >= s || (polls.is_multiple_of(OTHER_POLLS) && other())
+            landed > copied
+                || control.ready.load(Acquire) >= s
+                || (polls.is_multiple_of(OTHER_POLLS) && self.shows_other_bytes(r, s, expect))
         });
         if landed > copied {
             return Ok(landed);
@@ -448,8 +449,14 @@ impl<M> Team<'_, M> {
     /// blocks it expects that large). Such a writer puts its head there
     /// (`writable`) before it waits.
     pub fn wait_data_expecting(&self, r: usize, s: u64, len: usize, expect: Expect) -> Result<&[u8], Mismatch> {
-        let other = || self.area_head(r, s).is_some_and(|h| expect.0.is_some_and(|bytes| !h.has_bytes(bytes)));
-        self.wait_data_or(r, s, len, other)
+        self.wait_data_or(r, s, len, || self.shows_other_bytes(r, s, expect))
+    }
+
+    /// Whether rank `r` shows a head of this call with its area of step
+    /// `s` whose bytes are not `expect`'s: a writer that may itself wait
+    /// for this rank before it publishes.
+    fn shows_other_bytes(&self, r: usize, s: u64, expect: Expect) -> bool {
+        self.area_head(r, s).is_some_and(|h| expect.0.is_some_and(|bytes| !h.has_bytes(bytes)))
     }
 
     /// [`Team::wait_data`], ending early with a [`Mismatch`] once `other`.

@@ -15,15 +15,15 @@
 //!   Open MPI, 32 KiB back to back: 7.6 us copied in, 4.9 direct); the
 //!   root, which publishes its table for such blocks, learns the owner's
 //!   way from its first piece or its publish without one. A larger block
-//!   (zero copy: every block) goes straight into the
-//!   root's receive buffer, written by its owner once the root has
-//!   published the buffer's address and the layout; all such blocks move
+//!   (zero copy: every block) goes straight into the root's receive
+//!   buffer, written by its owner once the root has published the
+//!   buffer's address and the layout; all such blocks move
 //!   at once, each by its owner (pulling everything would make the root
 //!   the hot spot). In the auto mode, unless ranks outnumber cores or the
 //!   block comes from its owner's last buffer again (a published word
 //!   tells the root), the block's last `1/p` (at most an area) goes
-//!   through its owner's area, copied in before the owner publishes and out by the root once its
-//!   own block is in place (`through_segment`). The root then helps with
+//!   through its owner's area, copied in before the owner publishes and
+//!   out by the root once its own block is in place (`through_segment`). The root then helps with
 //!   the rest: it is cut into pieces ([`super::Sizes::gatherv_piece`]),
 //!   the owner writes them from the front and the root reads them from
 //!   the back, each piece claimed by one compare-and-swap on a word of the
@@ -299,14 +299,14 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         }
         // Every piece is claimed now, so this count is final.
         root_reads = claims.load(Relaxed) & BACK != 0;
-    } else if in_pieces(&geo, g.send.len()) {
+    } else if in_pieces(&geo, g.send.len()) || team.streams(g.send.len()) {
         team.writable(s);
         let stream = stores::wanted_streams(team, g.root, g.send.len(), g.send.len());
-        team.put_pieces(s, g.send, copy_piece(&geo), stream);
-    } else if team.streams(g.send.len()) {
-        team.writable(s);
-        let stream = stores::wanted_streams(team, g.root, g.send.len(), g.send.len());
-        team.put_stored(s, g.send, stream);
+        if in_pieces(&geo, g.send.len()) {
+            team.put_pieces(s, g.send, copy_piece(&geo), stream);
+        } else {
+            team.put_stored(s, g.send, stream);
+        }
     } else {
         team.put(s, g.send);
     }
