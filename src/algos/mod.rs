@@ -441,6 +441,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
     .from_seed("002"),
     Algorithm::node(
         Coll::Bcast,
+        "shm_queue_zcopy",
+        "one node: the queue, or zero copy where the root sends from its last Bcast's buffer (hot)",
+        node::bcast_queue_zcopy::run,
+        node::on_one_node_zero_copy,
+    )
+    .from_seed("002"),
+    Algorithm::node(
+        Coll::Bcast,
         "shm_zcopy",
         "one node: straight from the root's buffer, root and readers sharing the copying",
         node::bcast_zcopy::run_zero_copy,

@@ -31,14 +31,15 @@ reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy
 reduce nodes=1 shm_partition
 # Bcast: the queue from 8 KiB (2.3 against 2.5 us by the pipeline), and
-# at 2 ranks below 48 KiB, where it beats zero copy in every mode of
-# scripts/bench.sh under both MPIs (32 KiB: cold 4.3-4.4 against 5.5 us,
-# osu 3.0-3.1 against 3.3-3.4, back to back 3.8-4.7 against 4.4-10.9).
-# From 48 KiB zero copy (in shm) wins the barrier-separated hot calls
-# (48 KiB osu 4.0 against 4.3-4.4) and from 256 KiB shm times it against
-# the pipeline (docs/measurements.md).
+# at 2 ranks below 48 KiB on cold buffers, where it beats zero copy
+# (32 KiB: 4.3-4.4 against 5.5 us); from 16 KiB on a root's buffer still
+# in the caches, zero copy (32 KiB, one buffer in a loop: 2.7-3.4
+# against 4.4-5.6 us), so shm_queue_zcopy, whose root picks by its
+# buffer. From 48 KiB zero copy (in shm) wins hot and cold, and from
+# 256 KiB shm times it against the pipeline (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
 bcast nodes=1 bytes<16K shm_queue
+bcast nodes=1 p<3 bytes<48K shm_queue_zcopy
 bcast nodes=1 p<3 bytes<48K shm_queue
 bcast nodes=1 shm
 bcast nodes=1 shm_queue

@@ -90,6 +90,25 @@ pub fn model_fragment(m: usize, queue: usize, max: usize) -> usize {
 /// slot (at most the slot size; 0 for the model's), notifications down
 /// `tree`.
 pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) -> Result<(), Mismatch> {
+    // A first step in which the root publishes its head, which every
+    // reader checks before it takes part: a reader of another call (an
+    // erroneous program) must not count itself out of sets it never read.
+    let s = team.next_step();
+    if team.rank == root {
+        team.writable(s);
+        team.publish(s);
+    } else {
+        team.wait_ready(root, s);
+        team.check(root, s, Via::Area, team.mine())?;
+    }
+    team.finish(s);
+    through_queue(team, data, root, fragment, tree);
+    Ok(())
+}
+
+/// The queue after its first step (every reader has checked the root's
+/// head).
+pub(super) fn through_queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) {
     let geo = team.seg.geo;
     let (p, me) = (team.size, team.rank);
     let (slots, sets) = (geo.slots, geo.sets.clamp(1, geo.slots));
@@ -98,18 +117,6 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
     let f = f.clamp(1, geo.slot_bytes);
     let rel = (me + p - root) % p;
     let children: Vec<usize> = tree.children(rel, p).into_iter().map(|c| (c + root) % p).collect();
-    // A first step in which the root publishes its head, which every
-    // reader checks before it takes part: a reader of another call (an
-    // erroneous program) must not count itself out of sets it never read.
-    let s = team.next_step();
-    if me == root {
-        team.writable(s);
-        team.publish(s);
-    } else {
-        team.wait_ready(root, s);
-        team.check(root, s, Via::Area, team.mine())?;
-    }
-    team.finish(s);
     let notify = |index: usize, size: u64| {
         for &child in &children {
             // Release: for the root, its copy into the slot happens before
@@ -183,7 +190,6 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
         }
     }
     stores.end(team, streamed);
-    Ok(())
 }
 
 /// The bit of a fragment's notification that tells the readers the root's

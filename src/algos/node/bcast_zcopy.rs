@@ -50,14 +50,20 @@ pub(super) fn announce(
         team.wait_ready(root, s);
         team.check(root, s, Via::Area, team.mine())?;
     }
+    offer(team, data, s, method.map(|m| m.index() as u64));
+    team.wait_all_ready(s);
+    Ok(s)
+}
+
+/// Publishes this rank's buffer as step `s`, with the root's `method`
+/// word where it has one.
+pub(super) fn offer(team: &mut Team<'_>, data: &mut [u8], s: u64, method: Option<u64>) {
     team.writable(s);
     team.set_word(s, BUFFER, data.as_mut_ptr() as u64);
     if let Some(method) = method {
-        team.set_word(s, METHOD, method.index() as u64);
+        team.set_word(s, METHOD, method);
     }
     team.publish(s);
-    team.wait_all_ready(s);
-    Ok(s)
 }
 
 /// The zero-copy broadcast; the team must have [`Team::peers`].

@@ -341,8 +341,7 @@ fn in_pieces(geo: &Geometry, len: usize) -> bool {
 /// Whether this rank sends its block from the buffer it sent its last
 /// one from, which is then taken to be in its caches; remembers this one.
 fn sent_again(team: &mut Team<'_>, send: &[u8]) -> bool {
-    let at = send.as_ptr() as usize;
-    std::mem::replace(&mut team.state.memory.gatherv_sent, at) == at
+    super::same_buffer_again(&mut team.state.memory.gatherv_sent, send.as_ptr())
 }
 
 /// Default bytes of the pieces a direct block is cut into

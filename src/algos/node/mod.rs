@@ -10,6 +10,7 @@
 
 pub mod bcast_pipeline;
 pub mod bcast_queue;
+pub mod bcast_queue_zcopy;
 pub mod bcast_timed;
 pub mod bcast_zcopy;
 pub mod gatherv_shm;
@@ -43,6 +44,9 @@ pub struct NodeMemory {
     /// Gatherv: where this rank's last block came from, as a non-root (a
     /// block from the same buffer again is taken to be in its caches).
     pub gatherv_sent: usize,
+    /// Bcast: where this rank's last message was, in either role (a root
+    /// that broadcasts from the same buffer again takes it to be hot).
+    pub bcast_buffer: usize,
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
@@ -59,6 +63,7 @@ impl Default for NodeMemory {
             queue_op: 0,
             line_copies: Vec::new(),
             gatherv_sent: 0,
+            bcast_buffer: 0,
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             adaptation: Adaptation::default(),
         }
@@ -75,6 +80,13 @@ impl AsMut<Adaptation> for NodeMemory {
     fn as_mut(&mut self) -> &mut Adaptation {
         &mut self.adaptation
     }
+}
+
+/// Whether `buffer` is where this rank's last call of the kind `last`
+/// remembers was (its lines then taken to be in this rank's caches);
+/// remembers `buffer` for the next.
+pub fn same_buffer_again(last: &mut usize, buffer: *const u8) -> bool {
+    std::mem::replace(last, buffer as usize) == buffer as usize
 }
 
 impl NodeMemory {

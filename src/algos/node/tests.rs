@@ -703,6 +703,43 @@ fn gathers_of_blocks_sent_either_way_are_exact() {
     }
 }
 
+/// `shm_queue_zcopy`: a root that broadcasts from its last call's buffer
+/// takes zero copy, else the queue, and the readers follow its word.
+/// Ranks switch at random between one buffer and fresh ones, roots
+/// rotate, ranks drift apart, every message is exact, and both ways ran.
+#[test]
+fn broadcasts_through_the_queue_or_by_zero_copy_are_exact() {
+    use super::bcast_queue_zcopy::queue_or_zero_copy;
+    let ways = std::sync::Mutex::new([0usize; 2]);
+    for p in [2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 7 + rank as u64);
+            let mut plan = Rng(p as u64 + 300);
+            let most = 3 * TEST_GEO.chunk;
+            let mut kept = vec![0u8; most];
+            let mut last = 0;
+            for call in 0..200 {
+                let (root, n) = (call % p, plan.below(most + 1));
+                let want: Vec<u8> = (0..n).map(|i| (i * 5 + call * 3 + root) as u8).collect();
+                let mut fresh = vec![0xEE; n];
+                let data = if rng.below(2) == 0 { &mut kept[..n] } else { &mut fresh[..] };
+                if rank == root {
+                    data.copy_from_slice(&want);
+                    let again = std::mem::replace(&mut last, data.as_ptr() as usize) == data.as_ptr() as usize;
+                    ways.lock().unwrap()[again as usize] += 1;
+                } else {
+                    last = data.as_ptr() as usize;
+                }
+                jitter(&mut rng);
+                node_call(team, n, |team| queue_or_zero_copy(team, data, root));
+                assert_eq!(data, &want[..], "p={p} call={call} root={root} rank={rank}");
+            }
+        });
+    }
+    let [queue, zero_copy] = *ways.lock().unwrap();
+    assert!(queue > 50 && zero_copy > 50, "both ways: {queue} through the queue, {zero_copy} by zero copy");
+}
+
 /// Calls far apart on one communicator: a head tells its call by the low
 /// bits of the call's number, which repeat every 2^20 calls, and a place a
 /// rank has not written since (a chunk area after small messages, or one

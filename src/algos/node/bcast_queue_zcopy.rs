@@ -1,0 +1,65 @@
+//! Bcast within a node through seed 002's queue, or by zero copy where
+//! the root broadcasts from the buffer of its last Bcast (`shm_queue_zcopy`;
+//! messages of 16-48 KiB at 2 ranks). On buffers that come cold from
+//! memory the queue wins there, on buffers still in the caches zero copy
+//! does (2 ranks, 32 KiB, Open MPI: cold 4.3 against 5.5 us; a loop of
+//! barrier-separated calls on one buffer 2.7-3.4 against 4.4-5.6;
+//! docs/measurements.md). The root names its way in the first step, in
+//! which it publishes its head anyway; a reader follows it.
+//!
+//! Trace, p = 2, root 0, 32 KiB, one buffer every call: the first call
+//! goes through the queue (the root has no last buffer), the next ones
+//! by zero copy; with a new buffer every call, all through the queue.
+//!
+//! Limitations: one node, with zero copy; the root judges from its own
+//! buffer only (a reader's cold buffer costs zero copy more than the
+//! queue); where ranks outnumber cores, always the queue (zero copy
+//! needs every rank on a core at once). Memory: the queue's, and one
+//! word per rank for the last buffer. Cost: the chosen way's,
+//! [`super::bcast_queue`] or [`super::bcast_zcopy`].
+//! Seed: 002 (the queue); the choice by the buffer is pcoll's own.
+
+use super::bcast_queue::through_queue;
+use super::bcast_zcopy::{copy_across, offer, METHOD};
+use super::{NodeCall, Team};
+use crate::exec::Combiner;
+use crate::shm::team::{Mismatch, Via};
+
+/// The root's word in the first step: 1 for zero copy, 0 for the queue.
+const ZERO_COPY: u64 = 1;
+
+/// The queue, or zero copy where the root's buffer is its last one. The
+/// team must have [`Team::peers`].
+pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
+    let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
+    let s = team.next_step();
+    let zero_copy = if team.rank == root {
+        let zero_copy = hot && team.peers.is_some() && !team.settings.oversubscribed;
+        offer(team, data, s, Some(if zero_copy { ZERO_COPY } else { 0 }));
+        zero_copy
+    } else {
+        // The root's head before its word: a reader of another call (an
+        // erroneous program) takes no part.
+        team.wait_ready(root, s);
+        team.check(root, s, Via::Area, team.mine())?;
+        let zero_copy = team.word(root, s, METHOD) == ZERO_COPY;
+        if zero_copy {
+            offer(team, data, s, None);
+        }
+        zero_copy
+    };
+    if zero_copy {
+        team.wait_all_ready(s);
+        return copy_across(team, data, root, s);
+    }
+    team.finish(s);
+    let queue = team.state.memory.queue;
+    through_queue(team, data, root, queue.fragment, queue.tree);
+    Ok(())
+}
+
+/// [`queue_or_zero_copy`], as the registry runs it.
+pub fn run(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
+    let (data, root) = call.into_bcast();
+    queue_or_zero_copy(team, data, root)
+}
