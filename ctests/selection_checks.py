@@ -267,7 +267,7 @@ def check_reproducible(r, mpi, lib, exe, res):
            "other bits" % RANKS, ["the data does not tell combination orders apart"], result, env)
 
 
-CANONICAL = {"ordered", "shm_flat", "shm_partition", "shm_zcopy"}
+CANONICAL = {"ordered", "shm_flat", "shm_flat_zcopy", "shm_partition", "shm_zcopy"}
 
 
 def check_tune(r, mpi, lib, exe, tmp, res):

@@ -384,6 +384,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
     .canonical(),
     Algorithm::node(
         Coll::Allreduce,
+        "shm_flat_zcopy",
+        "one node: shm_flat, or shm_zcopy where every rank reduces from its last call's input buffer (hot)",
+        node::reduce_flat_zcopy::run,
+        node::on_one_node,
+    )
+    .canonical(),
+    Algorithm::node(
+        Coll::Allreduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory",
         node::reduce_partition::run_partition,
@@ -404,6 +412,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
         "shm_flat",
         "one node: the root combines every rank's vector from shared memory (small vectors)",
         node::reduce_flat::run_flat,
+        node::on_one_node,
+    )
+    .canonical(),
+    Algorithm::node(
+        Coll::Reduce,
+        "shm_flat_zcopy",
+        "one node: shm_flat, or shm_zcopy where every rank reduces from its last call's input buffer (hot)",
+        node::reduce_flat_zcopy::run,
         node::on_one_node,
     )
     .canonical(),

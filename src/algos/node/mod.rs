@@ -15,6 +15,7 @@ pub mod bcast_timed;
 pub mod bcast_zcopy;
 pub mod gatherv_shm;
 pub mod reduce_flat;
+pub mod reduce_flat_zcopy;
 pub mod reduce_partition;
 pub mod reduce_zcopy;
 pub mod reduction;
@@ -47,6 +48,9 @@ pub struct NodeMemory {
     /// Bcast: where this rank's last message was, in either role (a root
     /// that broadcasts from the same buffer again takes it to be hot).
     pub bcast_buffer: usize,
+    /// Reduce and Allreduce: where this rank's last input vector was (the
+    /// same again is taken to be hot).
+    pub reduction_input: usize,
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
@@ -64,6 +68,7 @@ impl Default for NodeMemory {
             line_copies: Vec::new(),
             gatherv_sent: 0,
             bcast_buffer: 0,
+            reduction_input: 0,
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             adaptation: Adaptation::default(),
         }

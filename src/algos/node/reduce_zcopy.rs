@@ -45,10 +45,23 @@ pub fn zero_copy<C: Combiner + ?Sized>(
     root: Option<usize>,
     combiner: &C,
 ) -> Result<(), Mismatch> {
+    let s = publish_vectors(team, bufs)?;
+    combine_across(team, s, bufs, unit, root, combiner)
+}
+
+/// [`zero_copy`] after its first step `s`, in which every rank published
+/// its vectors.
+pub(crate) fn combine_across<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    s: u64,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    combiner: &C,
+) -> Result<(), Mismatch> {
     let peers = team.peers.expect("zero copy needs peer memory access");
     let n = vector_len(bufs);
     let (me, p) = (team.rank, team.size);
-    let s = publish_vectors(team, bufs)?;
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
     // write the result where it belongs. Scratch: this rank's own part (a
     // copy with MPI_IN_PLACE, where it is also the output), a result

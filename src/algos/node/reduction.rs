@@ -84,24 +84,42 @@ pub(crate) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<
     lo * unit..hi * unit
 }
 
-/// Published words of the zero-copy reduction.
+/// Published words of the zero-copy reduction: where a rank's vectors
+/// are, and its vote for zero copy ([`publish_vectors_voting`]).
 pub(crate) const INPUT: usize = 0;
 pub(crate) const OUTPUT: usize = 1;
+const VOTE: usize = 2;
 
 /// Zero copy's first step: publish where this rank's input and output
 /// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
 /// has. Returns the step, which stays open while peers read those words.
 pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> Result<u64, Mismatch> {
+    publish_vectors_voting(team, bufs, true).map(|(s, _)| s)
+}
+
+/// [`publish_vectors`] with this rank's vote for zero copy; also returns
+/// whether every rank voted for it, which every rank learns alike. A rank
+/// that votes against knows the answer and waits for no one: where every
+/// rank does, the vote costs no synchronisation.
+pub(crate) fn publish_vectors_voting(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    vote: bool,
+) -> Result<(u64, bool), Mismatch> {
     let s = team.next_step();
     team.writable(s);
     team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
     team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
+    team.set_word(s, VOTE, u64::from(vote));
     team.publish(s);
+    if !vote {
+        return Ok((s, false));
+    }
     team.wait_all_ready(s);
     // Every rank checks every head before any touches another's vector:
     // all see the same heads, so all go on or all stop.
     team.check_others(s, Via::Area)?;
-    Ok(s)
+    Ok((s, (0..team.size).all(|r| team.word(r, s, VOTE) == 1)))
 }
 
 /// Bytes `at..at + len` of this rank's input, for a fold whose output is

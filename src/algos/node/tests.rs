@@ -738,6 +738,69 @@ fn broadcasts_through_the_queue_or_by_zero_copy_are_exact() {
     assert!(queue > 50 && zero_copy > 50, "both ways: {queue} through the queue, {zero_copy} by zero copy");
 }
 
+/// `shm_flat_zcopy`: zero copy where every rank reduces from its last
+/// call's input buffer again, else flat. Each rank picks one of two input
+/// buffers (or, with MPI_IN_PLACE, receive buffers) per call at random, so
+/// calls go either way, with one rank's cold buffer enough for flat;
+/// Reduce and Allreduce alternate, roots rotate, ranks drift apart, every
+/// result is exact, each call went the way its buffers say, and both ways
+/// ran.
+#[test]
+fn reductions_flat_or_by_zero_copy_are_exact() {
+    use super::reduce_flat_zcopy::{flat_or_zero_copy, Way};
+    const CALLS: usize = 160;
+    for p in [2, 3, 5] {
+        // Per call and rank: whether its input was its last call's again,
+        // and the way the call went.
+        let hot = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+        let ways = std::sync::Mutex::new(vec![vec![Way::Flat; p]; CALLS]);
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 11 + rank as u64);
+            let mut plan = Rng(p as u64 + 500);
+            let mut last = 0;
+            let most = 3 * TEST_GEO.chunk / 8;
+            let mut sends = [vec![0u8; most * 8], vec![0u8; most * 8]];
+            let mut recvs = [vec![0u8; most * 8], vec![0u8; most * 8]];
+            let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+            for call in 0..CALLS {
+                let root = (call % 2 == 0).then_some(call % p);
+                let (count, in_place) = (plan.below(most + 1), plan.below(4) == 0);
+                let is_out = root.is_none_or(|r| r == rank);
+                let pick = rng.below(8).min(1);
+                let (send, recv) = (&mut sends[pick][..count * 8], &mut recvs[pick][..count * 8]);
+                send.copy_from_slice(&vector(p, rank, count));
+                recv.fill(0xEE);
+                let send = if in_place && is_out {
+                    recv.copy_from_slice(send);
+                    None
+                } else {
+                    Some(&*send)
+                };
+                let input = send.map_or(recv.as_ptr(), <[u8]>::as_ptr);
+                hot.lock().unwrap()[call][rank] = super::same_buffer_again(&mut last, input);
+                let op = Interval { combined: AtomicU64::new(0) };
+                let mut bufs = Buffers { send, recv, scratch: &mut scratch };
+                jitter(&mut rng);
+                let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, &op));
+                ways.lock().unwrap()[call][rank] = way;
+                if is_out {
+                    for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
+                        let got = u64::from_le_bytes(e.try_into().unwrap());
+                        assert_eq!(got, expected(p, j), "p={p} call={call} rank={rank} root={root:?} element {j}");
+                    }
+                }
+            }
+        });
+        let (hot, ways) = (hot.into_inner().unwrap(), ways.into_inner().unwrap());
+        for (call, (hot, ways)) in hot.iter().zip(&ways).enumerate() {
+            let want = if hot.iter().all(|&h| h) { Way::ZeroCopy } else { Way::Flat };
+            assert!(ways.iter().all(|&w| w == want), "p={p} call={call}: hot {hot:?}, ways {ways:?}");
+        }
+        let zero_copy = ways.iter().filter(|ways| ways[0] == Way::ZeroCopy).count();
+        assert!(zero_copy > 10 && zero_copy < CALLS - 10, "p={p}: {zero_copy} of {CALLS} calls by zero copy");
+    }
+}
+
 /// Calls far apart on one communicator: a head tells its call by the low
 /// bits of the call's number, which repeat every 2^20 calls, and a place a
 /// rank has not written since (a chunk area after small messages, or one
