@@ -11,23 +11,30 @@ use super::rules::Rules;
 /// The rules, first match wins.
 pub const DEFAULT_RULES: &str = "\
 # One node with a shared segment: the node layer. Measured at 2 ranks
-# (pcoll_bench --candidates, both MPIs): with streaming copy-in
-# (PCOLL_SHM_STREAM) the flat paths win every size at 2 ranks, ahead of
-# Rabenseifner over the host's single-copy point-to-point (2 MiB: 520-590
-# against 560-700 us) and of zero copy; with more ranks the partitioned
+# (pcoll_bench --candidates, both MPIs): on vectors that come cold from
+# memory the flat paths win every size at 2 ranks, ahead of Rabenseifner
+# over the host's single-copy point-to-point (2 MiB: 520-590 against
+# 560-700 us) and of zero copy; on vectors still in the caches (loops on
+# the same buffers) zero copy wins from 16 KiB (128 KiB: 11-12 against
+# 19-22 us), so shm_flat_zcopy, which takes zero copy where every rank
+# reduces from its last call's buffer. With more ranks the partitioned
 # zero copy spreads the work of large vectors.
+allreduce nodes=1 bytes<16K shm_flat
+allreduce nodes=1 p<3 shm_flat_zcopy
 allreduce nodes=1 bytes<1M shm_flat
-allreduce nodes=1 p<3 shm_flat
 allreduce nodes=1 shm_zcopy
 allreduce nodes=1 shm_partition
-# A Reduce at 2 ranks: flat at every size. The partitioned copy-in sends
-# the root's half across and the result back, which pays only where the
-# two vCPUs share a cache, cold (32 KiB 5.6 against 6.0 us); on hot
+# A Reduce at 2 ranks: flat on cold vectors at every size, zero copy on
+# hot ones from 32 KiB (128 KiB: 11-14 against 15-20 us; at 16 KiB flat
+# still wins under Open MPI), by shm_flat_zcopy. The partitioned copy-in
+# sends the root's half across and the result back, which pays only where
+# the two vCPUs share a cache, cold (32 KiB 5.6 against 6.0 us); on hot
 # buffers flat is a third faster there (32 KiB 2.9 against 4.1), and where
 # the vCPUs are far apart 1.5-3 times (32 KiB: sync 7.4 against 11.6, osu
 # 3.2 against 9.1; both MPIs; docs/measurements.md).
+reduce nodes=1 bytes<32K shm_flat
+reduce nodes=1 p<3 shm_flat_zcopy
 reduce nodes=1 bytes<64K shm_flat
-reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy
 reduce nodes=1 shm_partition
 # Bcast: the queue from 8 KiB (2.3 against 2.5 us by the pipeline), and

@@ -215,19 +215,22 @@ mod tests {
     }
 
     #[test]
-    fn a_reduce_on_one_node_at_two_ranks_runs_flat_at_every_size() {
+    fn a_reduction_on_one_node_at_two_ranks_runs_flat_small_then_flat_or_zero_copy_by_the_buffers() {
         let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
-        let pick = |p: usize, bytes: usize| {
-            let d = CallDesc { topo: node, ..desc(Coll::Reduce, p, bytes) };
+        let pick = |coll: Coll, p: usize, bytes: usize| {
+            let d = CallDesc { topo: node, ..desc(coll, p, bytes) };
             match decide(&Config::default(), &d, Some(bytes)) {
                 Decision::Run(a, _, _) => a.name,
                 other => panic!("{other:?}"),
             }
         };
-        let at_two: Vec<_> =
-            [1 << 10, 4 << 10, (128 << 10) - 8, 128 << 10, 256 << 10, 4 << 20].map(|bytes| pick(2, bytes)).into();
-        assert_eq!(at_two, ["shm_flat"; 6]);
-        assert_eq!(pick(4, 32 << 10), "shm_flat");
+        let sizes = [1 << 10, 4 << 10, 16 << 10, (32 << 10) - 8, 32 << 10, 128 << 10, 4 << 20];
+        let at_two = |coll| -> Vec<_> { sizes.map(|bytes| pick(coll, 2, bytes)).into() };
+        let (flat, either) = ("shm_flat", "shm_flat_zcopy");
+        assert_eq!(at_two(Coll::Reduce), [flat, flat, flat, flat, either, either, either]);
+        assert_eq!(at_two(Coll::Allreduce), [flat, flat, either, either, either, either, either]);
+        assert_eq!(pick(Coll::Reduce, 4, 32 << 10), flat);
+        assert_eq!(pick(Coll::Allreduce, 4, 32 << 10), flat);
     }
 
     #[test]
