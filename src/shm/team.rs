@@ -41,10 +41,11 @@
 //! every other step (an 8-byte Gatherv root: 0.89 -> 0.64 us;
 //! docs/measurements.md), and runs up to `d` calls ahead of its readers.
 //!
-//! Every algorithm finishes a step before it publishes a later one, so a
-//! rank seen at `ready >= s` is `done` with `s - 1`: waiting for everyone's
-//! step `s` also tells that no one still reads an area of step `s - 1`,
-//! and the next write to that parity needs no further look.
+//! Every algorithm finishes a step before it publishes a later one or
+//! stores data of it, so a rank seen at `ready >= s`, or with data of step
+//! `s`, is `done` with `s - 1`: waiting for everyone's step `s` also tells
+//! that no one still reads an area of step `s - 1`, and the next write to
+//! that parity needs no further look ([`Team::others_published`]).
 //!
 //! Waiting spins, then yields, then naps ([`Backoff`]).
 
@@ -776,6 +777,14 @@ impl<M> Team<'_, M> {
         for r in 0..self.size {
             self.wait_ready(r, s);
         }
+        self.others_published(s);
+    }
+
+    /// Every other rank has been seen publishing step `s` or storing data
+    /// of it, so (see the module doc) every rank is done with `s - 1`: a
+    /// later write to a place last written before `s` needs no look at
+    /// their `done` lines.
+    pub fn others_published(&mut self, s: u64) {
         self.state.known_done = self.state.known_done.max(s - 1);
     }
 

@@ -191,6 +191,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let mut root_reads = false;
     let mut timing = None;
     let mut mismatch = None;
+    // Other ranks whose data of step s this root has seen.
+    let mut seen = 0;
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
         timing = stores::reader_start(team, others().map(|(_, (_, len))| len));
@@ -209,6 +211,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         }
         g.place_own_block(team);
         for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
+            seen += 1;
             let expect = Expect(Some(len));
             let goes_direct = if either(len) {
                 // The owner's first piece, or its publish without pieces.
@@ -259,6 +262,13 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     Err(m) => mismatch = mismatch.or(Some(m)),
                 }
             }
+        }
+        if seen == p - 1 && mismatch.is_none() {
+            // A root that has every peer's data of s knows them past the
+            // previous call: as the next call's writer it need not read
+            // their `done` lines (2 ranks back to back, rotating roots, 512 B:
+            // 0.58-0.60 -> 0.47-0.52 us under Open MPI).
+            team.others_published(s);
         }
     } else if direct(g.send.len()) || (either(g.send.len()) && hot) {
         // The head first: a root that expects a small block waits for
