@@ -90,18 +90,19 @@ impl<H: Host> PerThread<H> {
         Some(Inside(&self.busy))
     }
 
-    /// Runs `f` with `bytes` of the thread's scratch buffer. A call that
-    /// needs none does not touch it.
+    /// Runs `f` with `bytes` of the thread's scratch buffer, from a cache
+    /// line's start. A call that needs none does not touch it.
     #[inline]
     pub(super) fn with_scratch<R>(&self, bytes: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
         if bytes == 0 {
             return f(&mut []);
         }
         let mut scratch = self.scratch.take();
-        if scratch.len() < bytes {
-            scratch.resize(bytes, 0);
+        if scratch.len() < bytes + SCRATCH_ALIGN - 1 {
+            scratch.resize(bytes + SCRATCH_ALIGN - 1, 0);
         }
-        let result = f(&mut scratch[..bytes]);
+        let start = (scratch.as_ptr() as usize).wrapping_neg() % SCRATCH_ALIGN;
+        let result = f(&mut scratch[start..start + bytes]);
         if scratch.len() <= MAX_KEPT_SCRATCH {
             self.scratch.set(scratch);
         }
@@ -111,6 +112,12 @@ impl<H: Host> PerThread<H> {
 
 /// Larger scratch buffers are freed after the call instead of kept.
 const MAX_KEPT_SCRATCH: usize = 64 << 20;
+
+/// Where scratch starts: a cache line, which the kernel's copies of zero
+/// copy want (malloc's large blocks start 16 bytes into a page; 2 ranks,
+/// hot, `process_vm_readv` of 128 KiB into such a destination: 9.2 us
+/// against 7.7 line-aligned).
+const SCRATCH_ALIGN: usize = 64;
 
 /// A thread's stay inside a pcoll call (see [`PerThread::enter`]).
 pub struct Inside<'a>(&'a Cell<bool>);
