@@ -7,13 +7,20 @@
 //! root's), in sub-chunks of [`super::Sizes::sub_chunk`] bytes per peer.
 //! A last step, which every rank publishes once it is done, tells that
 //! every buffer is final and may be handed back. Two synchronisations per
-//! call; each rank moves `2 (p-1)/p n` bytes and combines `n/p`.
+//! call; each rank moves `2 (p-1)/p n` bytes and combines `n/p`. A Reduce
+//! at 2 ranks up to [`ROOT_TAKES_ALL_UP_TO`] bytes is not partitioned: the
+//! root reads its peer's whole input and combines it (rank 0 straight
+//! into its receive buffer), as a write into the root's buffer, whose
+//! lines the root holds, costs more than the root's read of the same
+//! bytes (2 ranks, hot, Open MPI 5 host, 128 KiB: 10.6-13.2 us against
+//! 15.2-20.7 partitioned, stock 9.2-11.5; docs/measurements.md).
 //!
 //! Trace, Allreduce p = 2, vector AB: both publish their buffers and wait
 //! for each other; rank 0 reads A1 from rank 1's send buffer, computes
 //! A = A0 ∘ A1 into its receive buffer and writes A into rank 1's, while
 //! rank 1 does the same for B; both publish the last step, wait for each
-//! other and return.
+//! other and return. Reduce p = 2, root 0: rank 0 reads AB1 into its
+//! receive buffer and combines AB0 into it while rank 1 waits.
 //!
 //! Order: [`super::reduction`]'s fold, bitwise the same result as the
 //! other node reductions.
@@ -25,7 +32,8 @@
 //! under MPI_IN_PLACE, a Reduce non-root's result, one part per peer). Cost,
 //! `β_x` per byte of a cross-memory copy: `2 t_sync + 2 (p-1)/p n β_x +
 //! (p-1)/p n γ` on every rank at once, plus a system call per peer and
-//! sub-chunk each way (a Reduce's non-roots write to the root only).
+//! sub-chunk each way (a Reduce's non-roots write to the root only); a
+//! Reduce the root takes alone `2 t_sync + n β_x + n γ` at the root.
 //! Seed: 003 (data partitioning, the vectors published in place as in
 //! DPML's zero-copy intra-node stage).
 
@@ -66,13 +74,28 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
     // write the result where it belongs. Scratch: this rank's own part (a
     // copy with MPI_IN_PLACE, where it is also the output), a result
     // buffer, then one part per rank.
-    let mine = slice_bytes(me, p, n, unit);
+    let takes_all = p == 2 && root.is_some() && n <= ROOT_TAKES_ALL_UP_TO;
+    let mine = match root {
+        Some(root) if takes_all && me == root => 0..n,
+        Some(_) if takes_all => 0..0,
+        _ => slice_bytes(me, p, n, unit),
+    };
+    // A root whose operand comes first reads its peer's straight into its
+    // receive buffer and combines its own into it (no pass over scratch).
+    let into_recv = if takes_all && root == Some(me) && me == 0 { bufs.send } else { None };
     let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
     let (own, rest) = bufs.scratch.split_at_mut(sub);
     let (result, remote) = rest.split_at_mut(sub);
     let mut at = mine.start;
     while at < mine.end {
         let len = sub.min(mine.end - at);
+        if let Some(send) = into_recv {
+            let out = &mut bufs.recv[at..at + len];
+            peers.read(1, team.word(1, s, INPUT) as usize + at, out);
+            combiner.combine(&send[at..at + len], out);
+            at += len;
+            continue;
+        }
         for r in (0..p).filter(|&r| r != me) {
             peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
         }
@@ -95,6 +118,16 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
     team.finish(t);
     Ok(())
 }
+
+/// The largest Reduce at 2 ranks whose root combines the whole vector: a
+/// slice the other rank combined would reach the root by a write into
+/// its receive buffer, whose lines the root holds (2 ranks, hot: writing
+/// 64 KiB there took 9.8 us, reading 128 KiB of the peer's input 6.2).
+/// Beyond, the vectors outgrow the root's cache and sharing the work
+/// wins (Open MPI 5 host, ratio to stock, partitioned / root alone: 64 KiB
+/// 0.74-0.78 / 0.86-0.88, 256 KiB 0.76-0.82 / 0.81-0.83, 1 MiB 0.98-1.13 /
+/// 0.82-0.85).
+const ROOT_TAKES_ALL_UP_TO: usize = 128 << 10;
 
 /// [`zero_copy`], as the registry runs it.
 pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
