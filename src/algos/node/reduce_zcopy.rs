@@ -124,9 +124,10 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
 /// its receive buffer, whose lines the root holds (2 ranks, hot: writing
 /// 64 KiB there took 9.8 us, reading 128 KiB of the peer's input 6.2).
 /// Beyond, the vectors outgrow the root's cache and sharing the work
-/// wins (Open MPI 5 host, ratio to stock, partitioned / root alone: 64 KiB
-/// 0.74-0.78 / 0.86-0.88, 256 KiB 0.76-0.82 / 0.81-0.83, 1 MiB 0.98-1.13 /
-/// 0.82-0.85).
+/// wins: at 256 KiB root alone 21.9-25.0 us against 18.3-22.3 partitioned
+/// (Debian's Open MPI, osu), a tie under Open MPI 5. (An Allreduce at 2
+/// ranks where each rank combined the whole vector lost at 128 KiB: 15.0-
+/// 17.1 against 13.6-15.6 us, all three hosts.)
 const ROOT_TAKES_ALL_UP_TO: usize = 128 << 10;
 
 /// [`zero_copy`], as the registry runs it.
