@@ -42,17 +42,18 @@ reduce nodes=1 p<3 shm_flat
 reduce nodes=1 shm_zcopy
 reduce nodes=1 shm_partition
 # Bcast: the queue from 8 KiB (2.3 against 2.5 us by the pipeline), and
-# at 2 ranks below 48 KiB on cold buffers, where it beats zero copy
-# (32 KiB: 4.3-4.4 against 5.5 us); from 16 KiB on a root's buffer still
-# in the caches, zero copy (32 KiB, one buffer in a loop: 2.7-3.4
-# against 4.4-5.6 us), so shm_queue_zcopy, whose root picks by its
-# buffer. From 48 KiB zero copy (in shm) wins hot and cold, and from
-# 256 KiB shm times it against the pipeline (docs/measurements.md).
+# at 2 ranks below 24 KiB on cold buffers, where it beats or ties zero
+# copy (16 KiB sync: 3.75-3.82 against 3.85-4.23 us); from 16 KiB on a
+# root's buffer still in the caches, zero copy (32 KiB, one buffer in a
+# loop: 2.7-3.4 against 4.4-5.6 us), so shm_queue_zcopy, whose root
+# picks by its buffer. From 24 KiB zero copy (in shm) wins hot and cold
+# (cold, sync, 32 KiB: 5.6-5.9 against 6.9-7.3 us, three hosts), and
+# from 256 KiB shm times it against the pipeline (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
 bcast nodes=1 bytes<16K shm_queue
-bcast nodes=1 p<3 bytes<48K shm_queue_zcopy
-bcast nodes=1 p<3 bytes<48K shm_queue
+bcast nodes=1 p<3 bytes<24K shm_queue_zcopy
 bcast nodes=1 shm
+bcast nodes=1 p<3 bytes<48K shm_queue
 bcast nodes=1 shm_queue
 # Gatherv: one rule whatever the sizes (only the root knows them); the
 # root picks copy-in or zero copy per call.

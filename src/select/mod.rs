@@ -235,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bcast_on_one_node_at_two_ranks_goes_through_the_queue_below_48_kib_or_zero_copy_when_hot() {
+    fn a_bcast_on_one_node_at_two_ranks_goes_through_the_queue_below_24_kib_or_zero_copy_when_hot() {
         let node = Topo { shm: true, zcopy: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |p: usize, bytes: usize| {
             let d = CallDesc { topo: node, ..desc(Coll::Bcast, p, bytes) };
@@ -244,13 +244,10 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let at_two: Vec<_> = [4 << 10, 8 << 10, 16 << 10, 32 << 10, (48 << 10) - 1, 48 << 10, 1 << 20]
+        let at_two: Vec<_> = [4 << 10, 8 << 10, 16 << 10, (24 << 10) - 1, 24 << 10, 32 << 10, 1 << 20]
             .map(|bytes| pick(2, bytes))
             .into();
-        assert_eq!(
-            at_two,
-            ["shm_pipeline", "shm_queue", "shm_queue_zcopy", "shm_queue_zcopy", "shm_queue_zcopy", "shm", "shm"]
-        );
+        assert_eq!(at_two, ["shm_pipeline", "shm_queue", "shm_queue_zcopy", "shm_queue_zcopy", "shm", "shm", "shm"]);
         assert_eq!(pick(4, 32 << 10), "shm");
         let without_zero_copy = |bytes: usize| {
             let d = CallDesc { topo: Topo { zcopy: false, ..node }, ..desc(Coll::Bcast, 2, bytes) };
