@@ -2,10 +2,11 @@
 //! the root broadcasts from the buffer of its last Bcast (`shm_queue_zcopy`;
 //! messages of 16-24 KiB at 2 ranks). On buffers that come cold from
 //! memory the queue wins or ties there, on buffers still in the caches
-//! zero copy wins (2 ranks, 16 KiB, cold: 3.75-3.82 against 3.85-4.23 us;
-//! 32 KiB, a loop of barrier-separated calls on one buffer: 2.7-3.4
-//! against 4.4-5.6; docs/measurements.md). The root names its way in the first step, in
-//! which it publishes its head anyway; a reader follows it.
+//! zero copy wins (2 ranks, 16 KiB, cold: 3.75-3.82 against 3.85-4.23
+//! us; 32 KiB, a loop of barrier-separated calls on one buffer: 2.7-3.4
+//! against 4.4-5.6; docs/measurements.md). The root names its way in the
+//! first step, in which it publishes its head anyway; a reader follows
+//! it.
 //!
 //! Trace, p = 2, root 0, 32 KiB, one buffer every call: the first call
 //! goes through the queue (the root has no last buffer), the next ones

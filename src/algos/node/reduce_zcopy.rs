@@ -13,7 +13,7 @@
 //! into its receive buffer), as a write into the root's buffer, whose
 //! lines the root holds, costs more than the root's read of the same
 //! bytes (2 ranks, hot, Open MPI 5 host, 128 KiB: 10.6-13.2 us against
-//! 15.2-20.7 partitioned, stock 9.2-11.5; docs/measurements.md).
+//! 11.4-20.7 partitioned, stock 9.2-11.5; docs/measurements.md).
 //!
 //! Trace, Allreduce p = 2, vector AB: both publish their buffers and wait
 //! for each other; rank 0 reads A1 from rank 1's send buffer, computes
