@@ -103,9 +103,10 @@ pub(super) fn get() -> &'static Runtime {
             }
             install_finalize_hook(false);
             log::info!(
-                "pcoll {} active, host MPI: {version} ({}); configuration {:?}",
+                "pcoll {} active, host MPI: {version} ({}); reduction kernels for {:?}; configuration {:?}",
                 env!("CARGO_PKG_VERSION"),
                 library.to_string_lossy(),
+                crate::exec::kernels::Isa::best(),
                 cfg
             );
             Runtime::new(cfg)
