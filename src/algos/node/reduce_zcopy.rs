@@ -20,7 +20,8 @@
 //! A = A0 ∘ A1 into its receive buffer and writes A into rank 1's, while
 //! rank 1 does the same for B; both publish the last step, wait for each
 //! other and return. Reduce p = 2, root 0: rank 0 reads AB1 into its
-//! receive buffer and combines AB0 into it while rank 1 waits.
+//! receive buffer, publishes the last step, which lets rank 1 return, and
+//! combines AB0 into it.
 //!
 //! Order: [`super::reduction`]'s fold, bitwise the same result as the
 //! other node reductions.
@@ -37,7 +38,9 @@
 //! Seed: 003 (data partitioning, the vectors published in place as in
 //! DPML's zero-copy intra-node stage).
 
-use super::reduction::{fold_out, own_part, publish_vectors, slice_bytes, vector_len, INPUT, OUTPUT};
+use super::reduction::{
+    fold_out, own_part, publish_vectors, slice_bytes, vector_len, zero_copy_scratch, INPUT, OUTPUT,
+};
 use super::{NodeCall, Team};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::team::Mismatch;
@@ -70,32 +73,23 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
     let peers = team.peers.expect("zero copy needs peer memory access");
     let n = vector_len(bufs);
     let (me, p) = (team.rank, team.size);
+    let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
+    if let Some(root) = root.filter(|_| p == 2 && n <= ROOT_TAKES_ALL_UP_TO.min(zero_copy_scratch(p, sub))) {
+        if me == root {
+            return root_takes_all(team, s, bufs, combiner);
+        }
+        return last_step(team, s);
+    }
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
     // write the result where it belongs. Scratch: this rank's own part (a
     // copy with MPI_IN_PLACE, where it is also the output), a result
     // buffer, then one part per rank.
-    let takes_all = p == 2 && root.is_some() && n <= ROOT_TAKES_ALL_UP_TO;
-    let mine = match root {
-        Some(root) if takes_all && me == root => 0..n,
-        Some(_) if takes_all => 0..0,
-        _ => slice_bytes(me, p, n, unit),
-    };
-    // A root whose operand comes first reads its peer's straight into its
-    // receive buffer and combines its own into it (no pass over scratch).
-    let into_recv = if takes_all && root == Some(me) && me == 0 { bufs.send } else { None };
-    let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
+    let mine = slice_bytes(me, p, n, unit);
     let (own, rest) = bufs.scratch.split_at_mut(sub);
     let (result, remote) = rest.split_at_mut(sub);
     let mut at = mine.start;
     while at < mine.end {
         let len = sub.min(mine.end - at);
-        if let Some(send) = into_recv {
-            let out = &mut bufs.recv[at..at + len];
-            peers.read(1, team.word(1, s, INPUT) as usize + at, out);
-            combiner.combine(&send[at..at + len], out);
-            at += len;
-            continue;
-        }
         for r in (0..p).filter(|&r| r != me) {
             peers.read(r, team.word(r, s, INPUT) as usize + at, &mut remote[r * sub..r * sub + len]);
         }
@@ -109,8 +103,51 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
         }
         at += len;
     }
-    // Step 2: every rank has read its peers' inputs and written its slice,
-    // so every buffer is final and may be handed back.
+    last_step(team, s)
+}
+
+/// The root of a Reduce at 2 ranks takes the whole vector: it reads its
+/// peer's input in one cross-memory copy, lets the peer go (its input is
+/// no longer needed), and only then combines, so the peer does not wait
+/// for the combine. Rank 0 reads straight into its receive buffer and
+/// combines its own input into it; rank 1, or rank 0 under MPI_IN_PLACE,
+/// reads into scratch (which the caller made sure holds the vector).
+fn root_takes_all<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    s: u64,
+    bufs: &mut Buffers<'_>,
+    combiner: &C,
+) -> Result<(), Mismatch> {
+    let peers = team.peers.expect("zero copy needs peer memory access");
+    let peer = 1 - team.rank;
+    let n = bufs.recv.len();
+    let from = team.word(peer, s, INPUT) as usize;
+    let into_recv = team.rank == 0 && bufs.send.is_some();
+    let theirs: &mut [u8] = if into_recv { &mut *bufs.recv } else { &mut bufs.scratch[..n] };
+    peers.read(peer, from, theirs);
+    let t = team.next_step();
+    team.finish(s);
+    team.publish(t);
+    match (team.rank, bufs.send) {
+        // recv holds rank 1's input: recv = send ∘ recv.
+        (0, Some(send)) => combiner.combine(send, bufs.recv),
+        // In place at rank 0: scratch = recv ∘ scratch, the result.
+        (0, None) => {
+            combiner.combine(bufs.recv, &mut bufs.scratch[..n]);
+            bufs.recv.copy_from_slice(&bufs.scratch[..n]);
+        }
+        // Rank 1: rank 0's input comes first.
+        (_, Some(send)) => combiner.combine_into(&bufs.scratch[..n], send, bufs.recv),
+        (_, None) => combiner.combine(&bufs.scratch[..n], bufs.recv),
+    }
+    team.wait_all_ready(t);
+    team.finish(t);
+    Ok(())
+}
+
+/// Step 2: every rank has read its peers' inputs and written its slice,
+/// so every buffer is final and may be handed back.
+fn last_step(team: &mut Team<'_>, s: u64) -> Result<(), Mismatch> {
     let t = team.next_step();
     team.finish(s);
     team.publish(t);
