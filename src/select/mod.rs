@@ -224,11 +224,11 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let sizes = [1 << 10, 16 << 10, (32 << 10) - 8, 32 << 10, 64 << 10, 4 << 20, (16 << 20) - 8, 16 << 20];
+        let sizes = [1 << 10, (8 << 10) - 8, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 4 << 20, (16 << 20) - 8, 16 << 20];
         let at_two = |coll| -> Vec<_> { sizes.map(|bytes| pick(coll, 2, bytes)).into() };
         let (flat, either) = ("shm_flat", "shm_flat_zcopy");
-        assert_eq!(at_two(Coll::Reduce), [flat, flat, flat, either, either, either, either, flat]);
-        assert_eq!(at_two(Coll::Allreduce), [flat, either, either, either, either, either, either, either]);
+        assert_eq!(at_two(Coll::Reduce), [flat, flat, either, either, either, either, either, either, flat]);
+        assert_eq!(at_two(Coll::Allreduce), [flat, flat, flat, either, either, either, either, either, either]);
         assert_eq!(pick(Coll::Reduce, 4, 32 << 10), flat);
         assert_eq!(pick(Coll::Reduce, 4, (64 << 10) - 8), flat);
         assert_eq!(pick(Coll::Allreduce, 4, 32 << 10), flat);
