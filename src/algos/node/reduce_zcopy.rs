@@ -13,15 +13,18 @@
 //! into its receive buffer), as a write into the root's buffer, whose
 //! lines the root holds, costs more than the root's read of the same
 //! bytes (2 ranks, hot, Open MPI 5 host, 128 KiB: 10.6-13.2 us against
-//! 11.4-20.7 partitioned, stock 9.2-11.5; docs/measurements.md).
+//! 11.4-20.7 partitioned, stock 9.2-11.5; docs/measurements.md); nor is
+//! an Allreduce at 2 ranks up to [`BOTH_TAKE_ALL_UP_TO`] bytes, where
+//! both ranks do what such a root does.
 //!
-//! Trace, Allreduce p = 2, vector AB: both publish their buffers and wait
+//! Trace, Allreduce p = 2, vector AB (above 64 KiB): both publish their buffers and wait
 //! for each other; rank 0 reads A1 from rank 1's send buffer, computes
 //! A = A0 ∘ A1 into its receive buffer and writes A into rank 1's, while
 //! rank 1 does the same for B; both publish the last step, wait for each
 //! other and return. Reduce p = 2, root 0: rank 0 reads AB1 into its
 //! receive buffer, publishes the last step, which lets rank 1 return, and
-//! combines AB0 into it.
+//! combines AB0 into it. A small Allreduce p = 2 runs that on both ranks
+//! (rank 1 reading AB0 into scratch).
 //!
 //! Order: [`super::reduction`]'s fold, bitwise the same result as the
 //! other node reductions.
@@ -34,7 +37,8 @@
 //! `β_x` per byte of a cross-memory copy: `2 t_sync + 2 (p-1)/p n β_x +
 //! (p-1)/p n γ` on every rank at once, plus a system call per peer and
 //! sub-chunk each way (a Reduce's non-roots write to the root only); a
-//! Reduce the root takes alone `2 t_sync + n β_x + n γ` at the root.
+//! Reduce the root takes alone `2 t_sync + n β_x + n γ` at the root, an
+//! Allreduce both take the same on both ranks at once.
 //! Seed: 003 (data partitioning, the vectors published in place as in
 //! DPML's zero-copy intra-node stage).
 
@@ -74,11 +78,22 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
     let n = vector_len(bufs);
     let (me, p) = (team.rank, team.size);
     let sub = (team.state.memory.sizes.sub_chunk / unit).max(1) * unit;
-    if let Some(root) = root.filter(|_| p == 2 && n <= ROOT_TAKES_ALL_UP_TO.min(zero_copy_scratch(p, sub))) {
-        if me == root {
-            return root_takes_all(team, s, bufs, combiner);
+    // At 2 ranks, a vector that scratch holds may go whole to the ranks
+    // that want the result.
+    let whole = p == 2 && n <= zero_copy_scratch(p, sub);
+    match root {
+        Some(root) if whole && n <= ROOT_TAKES_ALL_UP_TO => {
+            if me == root {
+                return take_all(team, s, bufs, combiner, false);
+            }
+            return last_step(team, s);
         }
-        return last_step(team, s);
+        None if whole && n <= BOTH_TAKE_ALL_UP_TO => {
+            // Under MPI_IN_PLACE the peer reads this rank's input from its
+            // receive buffer.
+            return take_all(team, s, bufs, combiner, bufs.send.is_none());
+        }
+        _ => {}
     }
     // This rank's slice, in sub-chunks: read the peers' parts, combine,
     // write the result where it belongs. Scratch: this rank's own part (a
@@ -106,17 +121,23 @@ pub(crate) fn combine_across<C: Combiner + ?Sized>(
     last_step(team, s)
 }
 
-/// The root of a Reduce at 2 ranks takes the whole vector: it reads its
-/// peer's input in one cross-memory copy, lets the peer go (its input is
-/// no longer needed), and only then combines, so the peer does not wait
-/// for the combine. Rank 0 reads straight into its receive buffer and
-/// combines its own input into it; rank 1, or rank 0 under MPI_IN_PLACE,
-/// reads into scratch (which the caller made sure holds the vector).
-fn root_takes_all<C: Combiner + ?Sized>(
+/// This rank, at 2 ranks, takes the whole vector (a Reduce's root, or
+/// both ranks of an Allreduce): it reads its peer's input in one
+/// cross-memory copy, tells the peer it is done with that input, and only
+/// then combines, so the peer waits for no combine of this rank's. Rank 0
+/// reads straight into its receive buffer and combines its own input into
+/// it; rank 1, or rank 0 under MPI_IN_PLACE, reads into scratch (which
+/// the caller made sure holds the vector). Both ranks of an Allreduce
+/// compute `input 0 ∘ input 1` element by element, so their results are
+/// bitwise the same. Where the peer reads this rank's input from its
+/// receive buffer (`peer_reads_recv`), the result goes there only once
+/// the peer is done.
+fn take_all<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     s: u64,
     bufs: &mut Buffers<'_>,
     combiner: &C,
+    peer_reads_recv: bool,
 ) -> Result<(), Mismatch> {
     let peers = team.peers.expect("zero copy needs peer memory access");
     let peer = 1 - team.rank;
@@ -128,6 +149,9 @@ fn root_takes_all<C: Combiner + ?Sized>(
     let t = team.next_step();
     team.finish(s);
     team.publish(t);
+    if peer_reads_recv {
+        team.wait_all_ready(t);
+    }
     match (team.rank, bufs.send) {
         // recv holds rank 1's input: recv = send ∘ recv.
         (0, Some(send)) => combiner.combine(send, bufs.recv),
@@ -140,7 +164,9 @@ fn root_takes_all<C: Combiner + ?Sized>(
         (_, Some(send)) => combiner.combine_into(&bufs.scratch[..n], send, bufs.recv),
         (_, None) => combiner.combine(&bufs.scratch[..n], bufs.recv),
     }
-    team.wait_all_ready(t);
+    if !peer_reads_recv {
+        team.wait_all_ready(t);
+    }
     team.finish(t);
     Ok(())
 }
@@ -166,6 +192,15 @@ fn last_step(team: &mut Team<'_>, s: u64) -> Result<(), Mismatch> {
 /// ranks where each rank combined the whole vector lost at 128 KiB: 15.0-
 /// 17.1 against 13.6-15.6 us, all three hosts.)
 const ROOT_TAKES_ALL_UP_TO: usize = 128 << 10;
+
+/// The largest Allreduce at 2 ranks where each rank reads its peer's whole
+/// vector and combines it, rather than half of it, writing its half of
+/// the result into the peer's buffer: no write into the lines the peer
+/// holds. Candidates, 2 ranks, hot (`shm_flat_zcopy`, both orders, Open
+/// MPI 5 and MPICH hosts): 16 KiB 2.45-3.25 against 3.21-4.21 us
+/// partitioned, 64 KiB 6.2-8.0 against 6.5-8.2; at 128 KiB a tie (osu
+/// 10.6-11.9 against 10.7-12.8, b2b 11.3-14.2 against 11.3-13.5).
+const BOTH_TAKE_ALL_UP_TO: usize = 64 << 10;
 
 /// [`zero_copy`], as the registry runs it.
 pub fn run_zero_copy(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
