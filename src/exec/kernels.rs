@@ -1,7 +1,7 @@
 //! Native reduction kernels: `dst[i] = src[i] ∘ dst[i]` over byte slices
 //! holding whole elements of one [`Elem`] representation.
 //!
-//! Safe Rust but for the AVX2 dispatch. Every kernel is one instance of
+//! Safe Rust but for the AVX2/AVX-512 dispatch. Every kernel is one instance of
 //! the generic loop: it walks both slices in `chunks_exact` steps of the element size
 //! and decodes with `from_ne_bytes`, so unaligned buffers are fine, the
 //! chunk-length checks fold away once the size is a constant, and LLVM turns

@@ -25,17 +25,18 @@ allreduce nodes=1 bytes<1M shm_flat
 allreduce nodes=1 shm_zcopy
 allreduce nodes=1 shm_partition
 # A Reduce at 2 ranks: flat on cold vectors at every size, zero copy on
-# hot ones from 8 KiB to 8 MiB, by shm_flat_zcopy (128 KiB: 11-14
-# against 15-20 us; up to 128 KiB the root reads its peer's whole vector
-# and lets the peer go before it combines: 8 KiB b2b 1.57-2.01 against
-# 2.42-2.53 us, osu 1.39-1.70 against 1.58-1.65, Open MPI 5 and MPICH;
-# at 4 KiB flat stays, osu 1.05-1.25 against 1.09-1.60; at 16 MiB flat
-# 2.0-2.3 against 2.6-5.0 ms, as the root's half goes across twice). The partitioned copy-in
-# sends the root's half across and the result back, which pays only where
-# the two vCPUs share a cache, cold (32 KiB 5.6 against 6.0 us); on hot
-# buffers flat is a third faster there (32 KiB 2.9 against 4.1), and where
-# the vCPUs are far apart 1.5-3 times (32 KiB: sync 7.4 against 11.6, osu
-# 3.2 against 9.1; both MPIs; docs/measurements.md).
+# hot ones from 8 KiB to 8 MiB, by shm_flat_zcopy (128 KiB: 11-14 against
+# 15-20 us; up to 128 KiB the root reads its peer's whole vector and lets
+# the peer go before it combines: 8 KiB b2b 1.57-2.01 against 2.42-2.53
+# us, osu 1.39-1.70 against 1.58-1.65, Open MPI 5 and MPICH; at 4 KiB
+# flat stays, osu 1.05-1.25 against 1.09-1.60; at 16 MiB flat 2.0-2.3
+# against 2.6-5.0 ms, as the root's half goes across twice). The
+# partitioned copy-in sends the root's half across and the result back,
+# which pays only where the two vCPUs share a cache, cold (32 KiB 5.6
+# against 6.0 us); on hot buffers flat is a third faster there (32 KiB
+# 2.9 against 4.1), and where the vCPUs are far apart 1.5-3 times (32
+# KiB: sync 7.4 against 11.6, osu 3.2 against 9.1; both MPIs;
+# docs/measurements.md).
 reduce nodes=1 bytes<8K shm_flat
 reduce nodes=1 p<3 bytes<16M shm_flat_zcopy
 reduce nodes=1 p>2 bytes<64K shm_flat

@@ -17,14 +17,14 @@
 //! an Allreduce at 2 ranks up to [`BOTH_TAKE_ALL_UP_TO`] bytes, where
 //! both ranks do what such a root does.
 //!
-//! Trace, Allreduce p = 2, vector AB (above 64 KiB): both publish their buffers and wait
-//! for each other; rank 0 reads A1 from rank 1's send buffer, computes
-//! A = A0 ∘ A1 into its receive buffer and writes A into rank 1's, while
-//! rank 1 does the same for B; both publish the last step, wait for each
-//! other and return. Reduce p = 2, root 0: rank 0 reads AB1 into its
-//! receive buffer, publishes the last step, which lets rank 1 return, and
-//! combines AB0 into it. A small Allreduce p = 2 runs that on both ranks
-//! (rank 1 reading AB0 into scratch).
+//! Trace, Allreduce p = 2, vector AB (above 64 KiB): both publish their
+//! buffers and wait for each other; rank 0 reads A1 from rank 1's send
+//! buffer, computes A = A0 ∘ A1 into its receive buffer and writes A into
+//! rank 1's, while rank 1 does the same for B; both publish the last step,
+//! wait for each other and return. Reduce p = 2, root 0: rank 0 reads AB1
+//! into its receive buffer, publishes the last step, which lets rank 1
+//! return, and combines AB0 into it. A small Allreduce p = 2 runs that on
+//! both ranks (rank 1 reading AB0 into scratch).
 //!
 //! Order: [`super::reduction`]'s fold, bitwise the same result as the
 //! other node reductions.
