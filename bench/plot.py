@@ -7,8 +7,9 @@
 (stock median / pcoll median), one line per CSV (per host MPI), the 1.0
 line marked (below it pcoll is slower).
 --kind times: median times, log-log; solid lines are pcoll, dashed the
-stock MPI, one colour per CSV; the grey dotted line is one memcpy of the
-message; the shaded band is p10..p90.
+stock MPI, one colour per CSV; the grey dotted line is one copy of the
+message (memcpy_us, in the buffers' state of the mode); the shaded band
+is p10..p90.
 Needs matplotlib (scripts/setup.sh installs Debian's python3-matplotlib).
 """
 import argparse
