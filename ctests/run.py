@@ -89,7 +89,10 @@ process's, also where a program opens MPI with RTLD_LOCAL; one MPI library
 mapped per rank), of ctests/header_checks.py (include/pcoll.h's functions from C and C++), of
 ctests/install_checks.py (install.sh, pkg-config's flags, --uninstall), and
 of ctests/valgrind_checks.py (under valgrind, PCOLL_SHM_ZCOPY=0 leaves no
-false "uninitialised" report, as docs/debugging.md advises).
+false "uninitialised" report, as docs/debugging.md advises). Under
+every host, the wheels' too: ctests/bench_checks.py (the benchmark
+programs of bench/ compile without warnings; pcoll_bench, preloaded,
+finds pcoll's results equal to the stock MPI's in each timing mode).
 
 After the matrix of both MPIs: ctests/cluster_checks.py, the t_<coll>
 programs across 2 real hosts (scripts/cluster.sh; root only, else a SKIP
@@ -130,6 +133,7 @@ import tempfile
 import time
 
 import env_checks
+import bench_checks
 import binding_checks
 import cluster_checks
 import slurm_checks
@@ -790,6 +794,8 @@ def run_matrix(args, res):
                 binding_checks.run(sys.modules[__name__], mpi, lib, res)
             else:
                 extra_checks(mpi, lib, exes, bdir, args, res)
+            # scripts/bench.sh runs the benchmarks under every host
+            bench_checks.run(sys.modules[__name__], mpi, lib, res)
 
         runs = plan(mpi, argparse.Namespace(**dict(vars(args), programs=programs)), args.algs, have_lib)
         sections = []
