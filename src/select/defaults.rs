@@ -15,11 +15,14 @@ pub const DEFAULT_RULES: &str = "\
 # memory the flat paths win every size at 2 ranks, ahead of Rabenseifner
 # over the host's single-copy point-to-point (2 MiB: 520-590 against
 # 560-700 us) and of zero copy; on vectors still in the caches (loops on
-# the same buffers) zero copy wins from 16 KiB (128 KiB: 11-12 against
-# 19-22 us), so shm_flat_zcopy, which takes zero copy where every rank
-# reduces from its last call's buffer. With more ranks the partitioned
-# zero copy spreads the work of large vectors.
-allreduce nodes=1 bytes<16K shm_flat
+# the same buffers) zero copy wins at 2 ranks from 8 KiB (8 KiB: 1.7-2.2
+# against 2.3-2.4 us, osu and b2b, Intel MPI and Open MPI 5 hosts; at
+# 4 KiB flat, 1.5-1.6 against 1.7-2.1; 128 KiB: 11-12 against 19-22),
+# with more ranks from 16 KiB, so shm_flat_zcopy, which takes zero copy
+# where every rank reduces from its last call's buffer. With more ranks
+# the partitioned zero copy spreads the work of large vectors.
+allreduce nodes=1 bytes<8K shm_flat
+allreduce nodes=1 p>2 bytes<16K shm_flat
 allreduce nodes=1 p<3 shm_flat_zcopy
 allreduce nodes=1 bytes<1M shm_flat
 allreduce nodes=1 shm_zcopy

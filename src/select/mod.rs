@@ -228,9 +228,10 @@ mod tests {
         let at_two = |coll| -> Vec<_> { sizes.map(|bytes| pick(coll, 2, bytes)).into() };
         let (flat, either) = ("shm_flat", "shm_flat_zcopy");
         assert_eq!(at_two(Coll::Reduce), [flat, flat, either, either, either, either, either, either, flat]);
-        assert_eq!(at_two(Coll::Allreduce), [flat, flat, flat, either, either, either, either, either, either]);
+        assert_eq!(at_two(Coll::Allreduce), [flat, flat, either, either, either, either, either, either, either]);
         assert_eq!(pick(Coll::Reduce, 4, 32 << 10), flat);
         assert_eq!(pick(Coll::Reduce, 4, (64 << 10) - 8), flat);
+        assert_eq!(pick(Coll::Allreduce, 4, 8 << 10), flat);
         assert_eq!(pick(Coll::Allreduce, 4, 32 << 10), flat);
     }
 
