@@ -20,7 +20,7 @@ import re
 import subprocess
 
 MODES = ("sync", "osu", "b2b", "b2b-cold")
-# the ring, a chunk area, zero copy and pieces
+# a step in a slot, a chunk area's, and zero copy or pieces
 SIZES = "8,8192,262144"
 COLLS = ("Allreduce", "Reduce", "Bcast", "Gatherv")
 
