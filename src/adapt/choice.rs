@@ -44,6 +44,11 @@ use std::time::Duration;
 /// One call in this many tries the method not in use.
 pub const EXPLORE: u64 = 64;
 
+/// Where a change of method costs the call after it
+/// ([`TimedChoice::paying_changes`]): calls in a row that try the method
+/// not in use, the first of them not counted.
+pub const EXPLORING_AFTER_CHANGE: u64 = 3;
+
 /// Size classes: `from << i`, the last one open-ended (a flat
 /// Allreduce's stores: 4 KiB to 128 MiB).
 pub const CLASSES: usize = 16;
@@ -95,6 +100,8 @@ struct Class {
     calls: u64,
     /// Nanoseconds per byte, indexed by [`Alternative::index`].
     cost: [Option<f64>; 2],
+    /// The method of the class's last call, by index.
+    last: Option<usize>,
 }
 
 impl Class {
@@ -135,6 +142,8 @@ impl<K: Alternative> Display for Preference<K> {
 pub struct TimedChoice<K> {
     classes: [Class; CLASSES],
     from: usize,
+    /// Calls in a row that explore (1, or [`EXPLORING_AFTER_CHANGE`]).
+    exploring: u64,
     method: PhantomData<K>,
 }
 
@@ -142,7 +151,16 @@ impl<K: Alternative> TimedChoice<K> {
     /// Nothing timed yet; classes from `from` bytes, the message size
     /// from which its user times its calls (smaller ones are too short).
     pub fn new(from: usize) -> Self {
-        TimedChoice { classes: [Class::default(); CLASSES], from, method: PhantomData }
+        TimedChoice { classes: [Class::default(); CLASSES], from, exploring: 1, method: PhantomData }
+    }
+
+    /// As [`TimedChoice::new`], for methods whose change costs the call
+    /// after it more than either method (the other way's lines and pages
+    /// still in the caches, a peer still busy with its part): a call whose
+    /// method differs from its class's last call's is not counted, and
+    /// explorations run [`EXPLORING_AFTER_CHANGE`] calls.
+    pub fn paying_changes(from: usize) -> Self {
+        TimedChoice { exploring: EXPLORING_AFTER_CHANGE, ..Self::new(from) }
     }
 
     /// Message bytes from which calls are timed.
@@ -166,9 +184,11 @@ impl<K: Alternative> TimedChoice<K> {
             _ if call == 0 => (first, Update::Skip),
             ([None, _], _) => (first, Update::Replace),
             ([_, None], _) => (second, Update::Replace),
-            (_, Some(best)) if call % EXPLORE == EXPLORE - 1 => (best.other(), Update::Explore),
+            (_, Some(best)) if call % EXPLORE >= EXPLORE - self.exploring => (best.other(), Update::Explore),
             (_, best) => (best.unwrap_or(first), Update::Average),
         };
+        let changed = c.last.replace(method.index()) != Some(method.index());
+        let update = if changed && self.exploring > 1 { Update::Skip } else { update };
         Pick { class, method, update }
     }
 
@@ -280,6 +300,31 @@ mod tests {
         });
         assert_eq!(count(&used[3..200], Way::B), 197 - 3, "all but the explorations");
         assert_eq!(count(&used[204..], Way::B), 3, "only the explorations: {:?}", &used[200..210]);
+    }
+
+    #[test]
+    fn paying_changes_the_call_after_a_change_is_not_counted() {
+        let mut choice = TimedChoice::paying_changes(FROM);
+        // Each way costs 10 times as much right after the other; B is
+        // cheaper in a row.
+        let mut last = None;
+        let mut used = Vec::new();
+        for _ in 0..3 + 2 * EXPLORE {
+            let pick = choice.pick(1 << 20);
+            let way = pick.method;
+            let ns = match (way, last.replace(way) == Some(way)) {
+                (_, false) => 10.0,
+                (Way::A, true) => 0.3,
+                (Way::B, true) => 0.2,
+            };
+            choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
+            used.push(way);
+        }
+        assert_eq!(used[..4], [Way::A, Way::A, Way::B, Way::B], "both tried, each counted in a row");
+        let explored = EXPLORING_AFTER_CHANGE as usize;
+        assert_eq!(count(&used[4..], Way::A), 2 * explored, "{explored} exploring calls per 64");
+        let at = EXPLORE as usize - explored;
+        assert_eq!(used[at - 1..at + explored + 1], [Way::B, Way::A, Way::A, Way::A, Way::B]);
     }
 
     #[test]
