@@ -54,6 +54,9 @@ pub struct NodeMemory {
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
+    /// Reduce's and Allreduce's timings of flat and zero copy on hot
+    /// buffers, on rank 0 (from [`reduce_flat_zcopy::TIMED_FROM`] bytes).
+    pub reduction_way: TimedChoice<reduce_flat_zcopy::Way>,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
 }
@@ -70,6 +73,7 @@ impl Default for NodeMemory {
             bcast_buffer: 0,
             reduction_input: 0,
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
+            reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
             adaptation: Adaptation::default(),
         }
     }
@@ -110,6 +114,7 @@ impl NodeMemory {
     pub fn summary(&self) -> Vec<String> {
         let mut lines = self.adaptation.summary();
         lines.extend(self.bcast_method.summary("messages").into_iter().map(|l| format!("shm Bcast as root: {l}")));
+        lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
         lines
     }
 }

@@ -22,13 +22,31 @@
 //! two ways', and one word per rank for the last input. Cost: the chosen
 //! way's ([`super::reduce_flat`], [`super::reduce_zcopy`]); the flat way
 //! pays the vote's synchronisation on top.
+//!
+//! Where a machine's cross-memory attach is slow, hot buffers do not
+//! make zero copy pay: on an EPYC VM (Firecracker, nested paging) a
+//! `process_vm_readv` costs 1.1 us before its first byte and 3.1 us for
+//! 32 KiB that memcpy moves in 0.6, and a hot 8 KiB Reduce took 2.5 us
+//! by zero copy against 1.2 flat (docs/measurements.md). So, with
+//! PCOLL_SHM_ADAPT, rank 0 also times the two ways per size class
+//! ([`crate::adapt::choice::TimedChoice::paying_changes`]) and votes for
+//! zero copy only where its timings favour it. One rank for every call,
+//! whatever the root: with each Reduce's root deciding, roots rotating at
+//! 2 ranks, the two ranks came to prefer different ways and the calls
+//! alternated, each paying for the change (8 KiB: 2.9 us, against 1.9
+//! flat and 2.9 by zero copy alone).
+//!
 //! Seed: 003 (the zero-copy partitioning); the choice by the buffers is
 //! pcoll's own.
+
+use std::fmt;
+use std::time::Instant;
 
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
 use super::reduction::publish_vectors_voting;
 use super::{NodeCall, Team};
+use crate::adapt::choice::Alternative;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::team::Mismatch;
 
@@ -39,8 +57,25 @@ pub enum Way {
     ZeroCopy,
 }
 
+impl Alternative for Way {
+    /// Flat first: a class's warm-up call, which no rank times, is one
+    /// whose buffers cannot yet be hot.
+    const BOTH: [Way; 2] = [Way::Flat, Way::ZeroCopy];
+}
+
+impl fmt::Display for Way {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if *self == Way::Flat { "flat" } else { "zero copy" })
+    }
+}
+
+/// Message bytes from which the two ways are timed: the built-in rules'
+/// smallest zero-copy reduction (8 KiB at 2 ranks).
+pub const TIMED_FROM: usize = 8 << 10;
+
 /// Zero copy where every rank reduces from its last input buffer again
-/// (and can), else flat; returns the way taken.
+/// (and can, and, adapting, the deciding rank's timings favour zero
+/// copy), else flat; returns the way taken.
 pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
@@ -48,17 +83,34 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     root: Option<usize>,
     combiner: &C,
 ) -> Result<Way, Mismatch> {
-    let input = bufs.send.unwrap_or(&*bufs.recv).as_ptr();
-    let hot = super::same_buffer_again(&mut team.state.memory.reduction_input, input);
-    let vote = hot && team.peers.is_some() && !team.settings.oversubscribed;
+    let input = bufs.send.unwrap_or(&*bufs.recv);
+    let len = input.len();
+    let hot = super::same_buffer_again(&mut team.state.memory.reduction_input, input.as_ptr());
+    let memory = &mut team.state.memory;
+    let decides = team.rank == 0 && memory.adaptation.enabled;
+    let pick = decides.then(|| memory.reduction_way.pick(len));
+    let favoured = pick.is_none_or(|pick| pick.method == Way::ZeroCopy);
+    let vote = hot && favoured && team.peers.is_some() && !team.settings.oversubscribed;
     let (s, zero_copy) = publish_vectors_voting(team, bufs, vote)?;
-    if zero_copy {
+    // From the moment all have voted: their lateness is no way's.
+    let start = Instant::now();
+    let way = if zero_copy {
         combine_across(team, s, bufs, unit, root, combiner)?;
-        return Ok(Way::ZeroCopy);
+        Way::ZeroCopy
+    } else {
+        team.finish(s);
+        flat(team, bufs, unit, root, combiner)?;
+        Way::Flat
+    };
+    // A call that went the other way (a peer's buffer was new) times
+    // nothing of the picked way's.
+    if let Some(pick) = pick.filter(|pick| pick.method == way) {
+        let choice = &mut team.state.memory.reduction_way;
+        if let Some(change) = choice.record(pick, len, start.elapsed()) {
+            log::debug!("shm_flat_zcopy of {} B and more on hot buffers, now: {change}", choice.class_bytes(&pick));
+        }
     }
-    team.finish(s);
-    flat(team, bufs, unit, root, combiner)?;
-    Ok(Way::Flat)
+    Ok(way)
 }
 
 /// [`flat_or_zero_copy`], as the registry runs it.
