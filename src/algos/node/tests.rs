@@ -802,10 +802,10 @@ fn reductions_flat_or_by_zero_copy_are_exact() {
             assert!(agreed && by_buffers, "p={p} adapt={adapt} call={call}: hot {hot:?}, ways {ways:?}");
         }
         let zero_copy = ways.iter().filter(|ways| ways[0] == Way::ZeroCopy).count();
-        let flat = CALLS - zero_copy;
-        let (least_zero_copy, least_flat) = if adapt { (1, 10) } else { (10, 10) };
+        // Not adapting, as before: more than 10 calls each way.
+        let most_zero_copy = if adapt { 0 } else { 10 };
         assert!(
-            zero_copy >= least_zero_copy && flat >= least_flat,
+            zero_copy > most_zero_copy && zero_copy < CALLS - 10,
             "p={p} adapt={adapt}: {zero_copy} of {CALLS} calls by zero copy"
         );
     }
