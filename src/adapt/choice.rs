@@ -142,7 +142,9 @@ impl<K: Alternative> Display for Preference<K> {
 pub struct TimedChoice<K> {
     classes: [Class; CLASSES],
     from: usize,
-    /// Calls in a row that explore (1, or [`EXPLORING_AFTER_CHANGE`]).
+    /// Calls in a row that explore: 1, or [`EXPLORING_AFTER_CHANGE`],
+    /// where the call after a change of method is not counted
+    /// ([`TimedChoice::paying_changes`]).
     exploring: u64,
     method: PhantomData<K>,
 }
