@@ -31,8 +31,10 @@
 //! streaming takes over until the next exploration.
 //!
 //! Users: a flat Allreduce's copy-in stores ([`super::stores`], each rank
-//! alone), a large Bcast's method (the `shm` Bcast of the node algorithms, the root for
-//! everyone). Limitations: an application that alternates sizes within
+//! alone), a Bcast's method (the `shm` Bcast of the node algorithms, the
+//! root for everyone; it times the queue on one call in a few,
+//! [`Pick::sampled`]), flat against zero copy for reductions on hot
+//! buffers (rank 0 for everyone). Limitations: an application that alternates sizes within
 //! one class shares one estimate. Cost: where the other method loses, one
 //! call in 64 pays its loss. Memory: a few words per class. Seed: none
 //! (pcoll's own, from measurements on the development VM).
@@ -91,8 +93,20 @@ enum Update {
 #[derive(Clone, Copy, Debug)]
 pub struct Pick<K> {
     class: usize,
+    /// The class's calls before this one.
+    call: u64,
     pub method: K,
     update: Update,
+}
+
+impl<K> Pick<K> {
+    /// Whether the caller must time this call: every call of a trial, a
+    /// warm-up or an exploration, and one in `every` of the method in use
+    /// (for callers whose timing costs the call, such as a Bcast root that
+    /// waits for its readers; the others are not recorded).
+    pub fn sampled(&self, every: u64) -> bool {
+        self.update != Update::Average || self.call.is_multiple_of(every.max(1))
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -191,7 +205,7 @@ impl<K: Alternative> TimedChoice<K> {
         };
         let changed = c.last.replace(method.index()) != Some(method.index());
         let update = if changed && self.exploring > 1 { Update::Skip } else { update };
-        Pick { class, method, update }
+        Pick { class, call, method, update }
     }
 
     /// Counts a call's `took` for `len` bytes; returns the class's new
@@ -327,6 +341,27 @@ mod tests {
         assert_eq!(count(&used[4..], Way::A), 2 * explored, "{explored} exploring calls per 64");
         let at = EXPLORE as usize - explored;
         assert_eq!(used[at - 1..at + explored + 1], [Way::B, Way::A, Way::A, Way::A, Way::B]);
+    }
+
+    #[test]
+    fn sampling_times_every_trial_and_exploration_and_one_routine_call_in_every() {
+        let mut choice: TimedChoice<Way> = TimedChoice::paying_changes(FROM);
+        let mut sampled = Vec::new();
+        for _ in 0..2 * EXPLORE {
+            let pick = choice.pick(1 << 20);
+            sampled.push((pick.method, pick.sampled(8)));
+            if pick.sampled(8) {
+                let ns = if pick.method == Way::B { 0.2 } else { 0.3 };
+                choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
+            }
+        }
+        // Warm-up and trials: timed whatever their index.
+        assert!(sampled[..4].iter().all(|&(_, timed)| timed), "{sampled:?}");
+        for (call, &(way, timed)) in sampled.iter().enumerate().skip(4) {
+            let routine = way == Way::B;
+            assert_eq!(timed, !routine || call % 8 == 0, "call {call}: {way}");
+        }
+        assert!(sampled.iter().any(|&(way, timed)| way == Way::A && timed), "explorations are timed");
     }
 
     #[test]
