@@ -473,7 +473,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Bcast,
         "shm",
-        "one node: zero copy, or from 256 KiB (PCOLL_SHM_BCAST_TIMED) the pipeline where the root's timings favour it",
+        "one node: zero copy, or where the root's timings favour them the queue, from 256 KiB (PCOLL_SHM_BCAST_TIMED) the pipeline",
         node::bcast_timed::run_timed,
         node::on_one_node_zero_copy,
     ),

@@ -132,7 +132,7 @@ pub struct ShmConfig {
     /// straight into the root's buffer.
     pub gatherv_copy_in_up_to: usize,
     /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
-    /// pipeline from this many bytes (zero copy below).
+    /// pipeline from this many bytes, against the queue below.
     pub bcast_timed_from: usize,
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.

@@ -51,9 +51,12 @@ reduce nodes=1 shm_partition
 # copy (16 KiB sync: 3.75-3.82 against 3.85-4.23 us); from 16 KiB on a
 # root's buffer still in the caches, zero copy (32 KiB, one buffer in a
 # loop: 2.7-3.4 against 4.4-5.6 us), so shm_queue_zcopy, whose root
-# picks by its buffer. From 24 KiB zero copy (in shm) wins hot and cold
-# (cold, sync, 32 KiB: 5.6-5.9 against 6.9-7.3 us, three hosts), and
-# from 256 KiB shm times it against the pipeline (docs/measurements.md).
+# picks by its buffer. From 24 KiB shm, whose root times zero copy
+# against the queue, and from 256 KiB against the pipeline: on a Xeon VM
+# zero copy won hot and cold (cold, sync, 32 KiB: 5.6-5.9 against
+# 6.9-7.3 us, three hosts), on an EPYC VM the queue did (the same: 4.1
+# against 6.2 us; back to back 3.2 against 4.4) except between barriers
+# from 64 KiB (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
 bcast nodes=1 bytes<16K shm_queue
 bcast nodes=1 p<3 bytes<24K shm_queue_zcopy

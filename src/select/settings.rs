@@ -435,8 +435,8 @@ pub static SETTINGS: &[Setting] = &[
               streaming or ordinary, are faster on this machine now, a `shm_flat` or `shm_partition` Reduce of \
               4 KiB or more, and a `shm` Gatherv's blocks of 4 KiB or more, with those the root's timings favour, \
               a Bcast of 4 KiB or more through the chunk areas or the queue with those its readers' timings \
-              favour, a `shm` Bcast of 256 KiB or more moves the message by zero copy or through the \
-              pipeline, whichever the root has timed faster, and a `shm_flat_zcopy` Reduce or Allreduce of 8 KiB \
+              favour, a `shm` Bcast moves the message by zero copy or, whichever the root has timed faster, \
+              through the queue (below 256 KiB) or the pipeline, and a `shm_flat_zcopy` Reduce or Allreduce of 8 KiB \
               or more on hot buffers goes by zero copy only where rank 0 has timed it faster than flat \
               ([The shared-memory node layer](node-layer.md)); `0`: the Allreduce, Reduce, Gatherv and Bcast \
               copies follow `PCOLL_SHM_STREAM`, the `shm` Bcast uses zero copy, and `shm_flat_zcopy` zero copy \
@@ -581,8 +581,8 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.bcast_timed_from = v.number();
             Ok(())
         },
-        doc: "the `shm` Bcast times zero copy against the pipeline from this many bytes and keeps the faster \
-              (with `PCOLL_SHM_ADAPT`); below, zero copy",
+        doc: "the `shm` Bcast times zero copy against the pipeline from this many bytes, and against the queue \
+              below, and keeps the faster per size class (with `PCOLL_SHM_ADAPT`; without it, zero copy)",
     },
 ];
 

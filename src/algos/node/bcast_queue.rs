@@ -192,6 +192,27 @@ pub(super) fn through_queue(team: &mut Team<'_>, data: &mut [u8], root: usize, f
     stores.end(team, streamed);
 }
 
+/// Waits until the readers of every queue operation so far (as this rank
+/// counts them) have counted themselves out: all broadcasts through the
+/// queue up to this rank's last have been copied out (a root that times
+/// the queue: before its call, so that earlier calls' copies are not
+/// counted, and after it). A set that a later root has taken again was
+/// counted out before (the root waited for it): this rank may be a
+/// reader of that root's call, and must not wait for its count.
+pub(super) fn wait_counted_out(team: &Team<'_>) {
+    let geo = team.seg.geo;
+    let sets = geo.sets.clamp(1, geo.slots) as u64;
+    let ops = team.state.memory.queue_op;
+    for set in 0..sets.min(ops) {
+        // The set's last operation that this rank took part in.
+        let last = ops - 1 - (ops - 1 - set) % sets;
+        let counters = team.seg.set_control(set as usize);
+        // Acquire: the readers' copies out of the set happen before what
+        // the caller does next (its clock).
+        Backoff::until(|| counters.readers.load(Acquire) == 0 || counters.op.load(Acquire) > last + 1);
+    }
+}
+
 /// The bit of a fragment's notification that tells the readers the root's
 /// copies streamed, where they choose ([`BcastStores`]); the rest is the
 /// fragment's length.

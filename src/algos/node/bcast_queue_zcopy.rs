@@ -33,9 +33,16 @@ const ZERO_COPY: u64 = 1;
 /// team must have [`Team::peers`].
 pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
+    let zero_copy = hot && team.peers.is_some() && !team.settings.oversubscribed;
+    as_root_says(team, data, root, zero_copy)
+}
+
+/// Zero copy if the root says so in the first step (`zero_copy`, read on
+/// the root only), else the queue. The team must have [`Team::peers`]
+/// where the root may say zero copy.
+pub(super) fn as_root_says(team: &mut Team<'_>, data: &mut [u8], root: usize, zero_copy: bool) -> Result<(), Mismatch> {
     let s = team.next_step();
     let zero_copy = if team.rank == root {
-        let zero_copy = hot && team.peers.is_some() && !team.settings.oversubscribed;
         offer(team, data, s, Some(if zero_copy { ZERO_COPY } else { 0 }));
         zero_copy
     } else {

@@ -1,33 +1,48 @@
-//! Bcast within a node by zero copy or the pipeline, as the root's timings
-//! favour (`shm`; large messages). Zero copy ([`super::bcast_zcopy`]) and
-//! the pipeline through the chunk areas ([`super::bcast_pipeline`]) each
-//! win in some states of a virtual machine and lose in others (16 MiB, 2
-//! ranks: either took up to a third longer than the other;
-//! docs/measurements.md), so from [`TIMED_FROM`] bytes, with
-//! PCOLL_SHM_ADAPT, the root times both ([`crate::adapt::choice`]). The
-//! root names the method in the first step, which every rank publishes
-//! (zero copy needs their buffers anyway), and times the call from there
-//! to a last step that all ranks publish when done, so both methods'
-//! times include the slowest rank's copying. Smaller messages, or without
-//! PCOLL_SHM_ADAPT: zero copy. Where ranks outnumber cores: always the
-//! pipeline (see [`timed`]).
+//! Bcast within a node by the method the root's timings favour (`shm`;
+//! from 16-24 KiB). Which method wins depends on the machine: zero copy
+//! ([`super::bcast_zcopy`]) costs a system call and pins pages, the queue
+//! ([`super::bcast_queue`]) and the pipeline through the chunk areas
+//! ([`super::bcast_pipeline`]) copy twice, and writing into lines a reader
+//! on another core still holds costs several times a read. So, with
+//! PCOLL_SHM_ADAPT, the root times two methods per size class
+//! ([`crate::adapt::choice`]) and names the faster in the call's first
+//! step, which every rank follows:
+//! - from [`TIMED_FROM`] bytes (PCOLL_SHM_BCAST_TIMED), zero copy against
+//!   the pipeline (16 MiB, 2 ranks: either took up to a third longer than
+//!   the other in some state of one VM);
+//! - below, from a sixteenth of it, zero copy against the queue (2 ranks,
+//!   32 KiB, back to back on hot buffers: on a Xeon VM zero copy 2.7-3.4
+//!   against 4.4-5.6 us, on an EPYC VM the queue 3.2 against 4.4).
+//!
+//! Both times run from the root's arrival (zero copy, the pipeline) or
+//! the queue's being empty (the queue) to every reader's having its copy,
+//! so they include the slowest rank's copying: a zero copy or pipeline
+//! Bcast ends with a step all publish when done; for a timed queue call
+//! the root waits for its readers to count out of the queue, which it
+//! otherwise does not ([`QUEUE_TIMED_EVERY`]). Without PCOLL_SHM_ADAPT:
+//! zero copy. Where ranks outnumber cores: always the pipeline.
 //!
 //! Trace, p = 2, root 0, calls of 2 MiB: the first call of the size class
 //! warms up with zero copy, the second times zero copy, the third the
 //! pipeline (after the first step both ranks finish it, run the pipeline
 //! and meet at a barrier); from then on the root names the faster, and
-//! the other once in [`crate::adapt::choice::EXPLORE`] calls.
+//! the other once in [`crate::adapt::choice::EXPLORE`] calls. Calls of
+//! 32 KiB: warm-up and a timed call through the queue, then zero copy
+//! (its first call after the queue not counted), and so on.
 //!
 //! Limitations: one node, with zero copy; each root times for itself, per
 //! communicator; a timed pipeline takes a step and a barrier more than
-//! `shm_pipeline`. Memory: a few words per size class
-//! ([`super::NodeMemory::bcast_method`]). Cost: the chosen method's, plus
-//! the other's loss on one call in 64.
-//! Seed: none (pcoll's own, from measurements on the development VM).
+//! `shm_pipeline`, a timed queue call waits for the readers. Memory: a
+//! few words per size class ([`super::NodeMemory::bcast_method`],
+//! [`super::NodeMemory::bcast_way`]). Cost: the chosen method's, plus the
+//! other's loss on a few calls in 64.
+//! Seed: none (pcoll's own, from measurements on the development VMs).
 
 use std::time::Instant;
 
 use super::bcast_pipeline::pipeline;
+use super::bcast_queue::wait_counted_out;
+use super::bcast_queue_zcopy::as_root_says;
 use super::bcast_zcopy::{announce, copy_across, zero_copy, METHOD};
 use super::{NodeCall, Team};
 use crate::adapt::choice::Alternative;
@@ -60,11 +75,45 @@ impl Alternative for Method {
     const BOTH: [Method; 2] = [Method::ZeroCopy, Method::Pipeline];
 }
 
-/// `shm`: where ranks outnumber cores, the pipeline; else from the
-/// choice's [`crate::adapt::choice::TimedChoice::from`] bytes
-/// ([`TIMED_FROM`] by default; with PCOLL_SHM_ADAPT), zero copy or the
-/// pipeline as the root's timings favour; else zero copy. The team must
-/// have [`Team::peers`].
+/// How a smaller broadcast moves the message ([`timed`], below
+/// [`TIMED_FROM`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Way {
+    Queue,
+    ZeroCopy,
+}
+
+impl std::fmt::Display for Way {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Way::Queue => "queue",
+            Way::ZeroCopy => "zero copy",
+        })
+    }
+}
+
+impl Alternative for Way {
+    const BOTH: [Way; 2] = [Way::Queue, Way::ZeroCopy];
+}
+
+/// Where the root's classes for [`Way`] start: a sixteenth of where it
+/// times the pipeline (16 KiB by default, the smallest message the rules
+/// give `shm`), so that the classes below [`TIMED_FROM`] are four.
+pub fn way_classes_from(timed_from: usize) -> usize {
+    (timed_from >> 4).max(1)
+}
+
+/// The queue in use is timed on one call in this many: a timed call's
+/// root waits for its readers, which a queue Bcast's root otherwise does
+/// not (it returns once its copies are in), and that wait is what the
+/// queue saves a program whose root runs ahead.
+pub const QUEUE_TIMED_EVERY: u64 = 8;
+
+/// `shm`: where ranks outnumber cores, the pipeline; without
+/// PCOLL_SHM_ADAPT, zero copy; else from the choice's
+/// [`crate::adapt::choice::TimedChoice::from`] bytes ([`TIMED_FROM`] by
+/// default) zero copy or the pipeline, below it the queue or zero copy,
+/// as the root's timings favour. The team must have [`Team::peers`].
 pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let n = data.len();
     if team.settings.oversubscribed {
@@ -74,8 +123,11 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
         // too noisy to choose by (docs/measurements.md).
         return pipeline(team, data, root);
     }
-    if !team.state.memory.adaptation.enabled || n < team.state.memory.bcast_method.from() {
+    if !team.state.memory.adaptation.enabled {
         return zero_copy(team, data, root);
+    }
+    if n < team.state.memory.bcast_method.from() {
+        return queue_or_zero_copy(team, data, root);
     }
     let pick = (team.rank == root).then(|| team.state.memory.bcast_method.pick(n));
     let s = announce(team, data, root, pick.map(|pick| pick.method))?;
@@ -92,6 +144,35 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     }
     if let Some(pick) = pick {
         let choice = &mut team.state.memory.bcast_method;
+        if let Some(change) = choice.record(pick, n, start.elapsed()) {
+            log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
+        }
+    }
+    Ok(())
+}
+
+/// Below [`TIMED_FROM`]: the queue or zero copy, as the root's timings
+/// favour; a reader follows the root's word.
+fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
+    if team.rank != root {
+        return as_root_says(team, data, root, false);
+    }
+    let n = data.len();
+    let pick = team.state.memory.bcast_way.pick(n);
+    let queue = pick.method == Way::Queue;
+    // Timing zero copy costs nothing: it ends in a step all publish.
+    let timed = !queue || pick.sampled(QUEUE_TIMED_EVERY);
+    if timed && queue {
+        // Earlier calls' copies out are not this call's.
+        wait_counted_out(team);
+    }
+    let start = Instant::now();
+    as_root_says(team, data, root, !queue)?;
+    if timed {
+        if queue {
+            wait_counted_out(team);
+        }
+        let choice = &mut team.state.memory.bcast_way;
         if let Some(change) = choice.record(pick, n, start.elapsed()) {
             log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
         }

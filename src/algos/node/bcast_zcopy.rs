@@ -1,5 +1,5 @@
 //! Zero-copy Bcast within a node over cross-memory attach (`shm_zcopy`;
-//! large messages, and one of the `shm` Bcast's two methods): the root
+//! large messages, and one of the `shm` Bcast's methods): the root
 //! and the readers publish their buffers; reader `j` reads all but the
 //! last `1/p` of the message straight from the root's buffer while the
 //! root writes that last part into reader `j`: every rank copies about

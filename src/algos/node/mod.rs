@@ -54,6 +54,9 @@ pub struct NodeMemory {
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
+    /// Bcast's timings of the queue and zero copy, as root (below
+    /// [`Sizes::bcast_timed_from`] bytes).
+    pub bcast_way: TimedChoice<bcast_timed::Way>,
     /// Reduce's and Allreduce's timings of flat and zero copy on hot
     /// buffers, on rank 0 (from [`reduce_flat_zcopy::TIMED_FROM`] bytes).
     pub reduction_way: TimedChoice<reduce_flat_zcopy::Way>,
@@ -73,6 +76,7 @@ impl Default for NodeMemory {
             bcast_buffer: 0,
             reduction_input: 0,
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
+            bcast_way: TimedChoice::paying_changes(bcast_timed::way_classes_from(bcast_timed::TIMED_FROM)),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
             adaptation: Adaptation::default(),
         }
@@ -105,6 +109,7 @@ impl NodeMemory {
             queue,
             sizes,
             bcast_method: TimedChoice::new(sizes.bcast_timed_from),
+            bcast_way: TimedChoice::paying_changes(bcast_timed::way_classes_from(sizes.bcast_timed_from)),
             adaptation: Adaptation::new(adapt, crate::adapt::stores::ADAPT_FROM),
             ..NodeMemory::default()
         }
@@ -113,7 +118,8 @@ impl NodeMemory {
     /// The choices settled by timing, a line each, for the log.
     pub fn summary(&self) -> Vec<String> {
         let mut lines = self.adaptation.summary();
-        lines.extend(self.bcast_method.summary("messages").into_iter().map(|l| format!("shm Bcast as root: {l}")));
+        let bcast = self.bcast_way.summary("messages").into_iter().chain(self.bcast_method.summary("messages"));
+        lines.extend(bcast.map(|l| format!("shm Bcast as root: {l}")));
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
         lines
     }

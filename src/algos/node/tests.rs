@@ -529,25 +529,36 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
     }
 }
 
-/// The timed broadcast in its first size class (several chunks), long
-/// enough for the warm-up, both trial calls and exploring ones, from
+/// The timed broadcast, in turns of two calls in the first size class of
+/// each choice: zero copy against the pipeline (several chunks), and below
+/// it zero copy against the queue (one round of the queue or several).
+/// Long enough for the warm-up, both trial calls and exploring ones, from
 /// several roots, with ranks that drift apart: every byte arrives
-/// whichever method each root picks, and every root has timed both; where
-/// ranks outnumber cores, every byte arrives through the pipeline, untimed.
+/// whichever method each root picks, and every root has timed both of
+/// each choice; where ranks outnumber cores, every byte arrives through
+/// the pipeline, untimed.
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
-    use super::bcast_timed::timed;
+    use super::bcast_timed::{timed, way_classes_from};
     use crate::adapt::choice::EXPLORE;
+    let small_from = way_classes_from(TEST_TIMED_BCAST_FROM);
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
-        let n = TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM);
+        let n = match (call / 2) % 2 {
+            0 => TEST_TIMED_BCAST_FROM + plan.below(TEST_TIMED_BCAST_FROM),
+            _ => small_from + plan.below(TEST_TIMED_BCAST_FROM - small_from),
+        };
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
         let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
         node_call(team, n, |team| timed(team, &mut data, root));
         let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
         assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
     };
-    from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| {
-        state.memory.bcast_method.summary("calls")
+    from_two_roots(TEST_GEO, 2 * EXPLORE as usize + 16, Timer::Root, body, |state| {
+        let (large, small) = (state.memory.bcast_method.summary("calls"), state.memory.bcast_way.summary("calls"));
+        if large.is_empty() || small.is_empty() {
+            return Vec::new();
+        }
+        [large, small].concat()
     });
 }
 
