@@ -91,9 +91,14 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
         node_comm = split?;
     }
     let (local, local_size) = shape(host, node_comm);
-    // The node's first communicator rank names the node.
-    let leader = host.allgather_words(node_comm, &[rank as u64])?.into_iter().min().expect("this rank's own") as usize;
-    let (geo, on_node) = (cfg.geometry(local_size), OnNode { host, os, comm: node_comm, local, size: local_size });
+    // The node's first communicator rank names the node. The layout
+    // follows each rank's budget, which the ranks of a host share alike
+    // unless set apart: the fewest places of a chunk area any rank wants.
+    let geo = cfg.geometry(local_size, pool.lock().unwrap().budget());
+    let words = host.allgather_words(node_comm, &[rank as u64, geo.rotations as u64])?;
+    let least = |i: usize| words.chunks_exact(2).map(|w| w[i]).min().expect("this rank's own") as usize;
+    let (leader, geo) = (least(0), Geometry { rotations: least(1), ..geo });
+    let on_node = OnNode { host, os, comm: node_comm, local, size: local_size };
     let (mapping, segment, kept, how) = match (cfg.enable, local_size) {
         (false, _) => (None, None, None, "none"),
         // A node of one rank (of a communicator that spans nodes) needs
@@ -229,8 +234,8 @@ fn warn_once<T>(why: &Setback, geo: Geometry, pool: &Mutex<Pool<T>>) {
         "node layer: no shared segment for a communicator of {} ranks on this node: {cause}. pcoll runs its \
          point-to-point algorithms on it, and on any other communicator in that case without another word. To have \
          the node layer: give the job a larger /dev/shm (docker run --shm-size=...), free communicators no longer \
-         used, raise PCOLL_SHM_BUDGET, or lower PCOLL_SHM_CHUNK, PCOLL_SHM_ALLREDUCE_CHUNK, PCOLL_SHM_SLOTS or \
-         PCOLL_SHM_FRAGMENT",
+         used, raise PCOLL_SHM_BUDGET, or lower PCOLL_SHM_CHUNK, PCOLL_SHM_ALLREDUCE_CHUNK, PCOLL_SHM_ROTATE, \
+         PCOLL_SHM_SLOTS or PCOLL_SHM_FRAGMENT",
         geo.ranks
     );
     if WARNED.swap(true, Ordering::Relaxed) {

@@ -114,6 +114,10 @@ pub struct ShmConfig {
     /// rank, and the bytes a slot carries beyond its first line's.
     pub ring: usize,
     pub ring_bytes: usize,
+    /// PCOLL_SHM_ROTATE: the places each chunk area moves through; `None`:
+    /// as many as the budget allows, up to [`crate::shm::segment::ROTATIONS`]
+    /// ([`ShmConfig::rotations`]).
+    pub rotate: Option<usize>,
     /// PCOLL_SHM_TREE, PCOLL_SHM_TREE_K: the queue's notification tree.
     pub tree: ShmTree,
     pub tree_k: usize,
@@ -157,6 +161,7 @@ impl Default for ShmConfig {
             sets: Geometry::DEFAULT.sets,
             ring: Geometry::DEFAULT.ring,
             ring_bytes: Geometry::DEFAULT.ring_bytes,
+            rotate: None,
             tree: ShmTree::Kary,
             tree_k: 4,
             stream_from: crate::shm::team::STREAM_FROM,
@@ -180,9 +185,10 @@ impl ShmConfig {
         }
     }
 
-    /// The segment's layout for a node of `ranks` ranks.
-    pub fn geometry(&self, ranks: usize) -> Geometry {
-        Geometry {
+    /// The segment's layout for a node of `ranks` ranks, within a rank's
+    /// `budget` of /dev/shm where it has one ([`ShmConfig::rotations`]).
+    pub fn geometry(&self, ranks: usize, budget: Option<usize>) -> Geometry {
+        let geo = Geometry {
             ranks,
             chunk: self.chunk,
             allreduce_chunk: self.allreduce_chunk,
@@ -191,7 +197,32 @@ impl ShmConfig {
             sets: self.sets.min(self.slots),
             ring: self.ring,
             ring_bytes: self.ring_bytes,
+            rotations: 1,
+        };
+        Geometry { rotations: self.rotations(geo, budget), ..geo }
+    }
+
+    /// The places of a chunk area in `geo`: PCOLL_SHM_ROTATE, or by default
+    /// the most, a power of two up to [`crate::shm::segment::ROTATIONS`],
+    /// whose extra bytes are at most the default's (larger chunks move
+    /// through fewer places) and whose block fits [`BLOCKS_IN_BUDGET`]
+    /// times in `budget`: in a 64 MiB /dev/shm, 8 places at 2 ranks, 4
+    /// at 4, none beyond.
+    pub fn rotations(&self, geo: Geometry, budget: Option<usize>) -> usize {
+        use crate::shm::segment::ROTATIONS;
+        if let Some(rotate) = self.rotate {
+            return rotate;
         }
+        let extra = (ROTATIONS - 1) * Geometry::DEFAULT.chunk;
+        let fits = |rotations: usize| {
+            let block = Geometry { rotations, ..geo }.block_bytes();
+            (rotations - 1) * geo.chunk <= extra && budget.is_none_or(|budget| block * BLOCKS_IN_BUDGET <= budget)
+        };
+        let mut rotations = ROTATIONS;
+        while rotations > 1 && !fits(rotations) {
+            rotations /= 2;
+        }
+        rotations
     }
 
     /// The sizes and method thresholds of the node algorithms.
@@ -289,14 +320,20 @@ pub const SETUP_AFTER: usize = 1;
 pub const SEGMENT_SHARE: usize = 4;
 
 /// The variables that size a rank's block of the segment.
-const BLOCK_VARIABLES: [&str; 6] = [
+const BLOCK_VARIABLES: [&str; 7] = [
     "PCOLL_SHM_CHUNK",
     "PCOLL_SHM_ALLREDUCE_CHUNK",
     "PCOLL_SHM_SLOTS",
     "PCOLL_SHM_FRAGMENT",
     "PCOLL_SHM_RING",
     "PCOLL_SHM_RING_BYTES",
+    "PCOLL_SHM_ROTATE",
 ];
+
+/// A rank's block of a segment with chunk areas moving through their
+/// default places takes at most this share (1/4) of its budget, which
+/// leaves room for the segments of three more communicators.
+pub const BLOCKS_IN_BUDGET: usize = 4;
 
 impl Config {
     /// Calls on a new communicator that go to the host MPI before pcoll
@@ -321,7 +358,7 @@ impl Config {
         if !self.enable || !self.shm.enable || ranks < 2 {
             return Ok(());
         }
-        let (geo, default) = (self.shm.geometry(ranks), ShmConfig::default().geometry(ranks));
+        let (geo, default) = (self.shm.geometry(ranks, None), ShmConfig::default().geometry(ranks, None));
         let bound = shm_bytes / SEGMENT_SHARE;
         if geo.total_bytes() <= bound || geo.total_bytes() <= default.total_bytes() {
             return Ok(());
@@ -333,6 +370,7 @@ impl Config {
             geo.slot_bytes > default.slot_bytes,
             geo.ring > default.ring,
             geo.ring_bytes > default.ring_bytes,
+            geo.rotations > default.rotations,
         ];
         let named: Vec<String> = BLOCK_VARIABLES
             .iter()
@@ -343,7 +381,7 @@ impl Config {
         Err(format!(
             "pcoll: {} {} a shared segment of {} for the {ranks} ranks of a node, more than 1/{SEGMENT_SHARE} \
              of /dev/shm ({}); lower {} (a rank's block: two chunk areas of the larger of PCOLL_SHM_CHUNK and \
-             PCOLL_SHM_ALLREDUCE_CHUNK, PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes, and \
+             PCOLL_SHM_ALLREDUCE_CHUNK, each moving through PCOLL_SHM_ROTATE places a chunk apart, PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes, and \
              PCOLL_SHM_RING slots of PCOLL_SHM_RING_BYTES), or give the job a larger /dev/shm\n",
             named.join(" and "),
             if named.len() == 1 { "makes" } else { "make" },
@@ -667,7 +705,7 @@ mod tests {
         assert_eq!(sizes.sub_chunk, Sizes::default().sub_chunk);
         assert_eq!(ShmConfig::default().node_sizes(), Sizes::default());
         assert!(parse(&[("PCOLL_SHM_BCAST_TIMED", "0")]).unwrap_err().to_string().contains("PCOLL_SHM_BCAST_TIMED"));
-        let geo = parse(&[("PCOLL_SHM_RING", "64"), ("PCOLL_SHM_RING_BYTES", "1K")]).unwrap().shm.geometry(2);
+        let geo = parse(&[("PCOLL_SHM_RING", "64"), ("PCOLL_SHM_RING_BYTES", "1K")]).unwrap().shm.geometry(2, None);
         assert_eq!((geo.ring, geo.ring_bytes), (64, 1024));
         assert_eq!((Geometry::DEFAULT.ring, Geometry::DEFAULT.ring_bytes), (16, 256));
         for bad in ["12", "1", "0", "2K"] {
@@ -936,6 +974,7 @@ mod tests {
             ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),
             ("PCOLL_SHM_RING", "4"),
             ("PCOLL_SHM_RING_BYTES", "1K"),
+            ("PCOLL_SHM_ROTATE", "2"),
             ("PCOLL_SHM_ADAPT", "0"),
             ("PCOLL_SHM_BUDGET", "1M"),
             ("PCOLL_SETUP_AFTER", "0"),
@@ -945,6 +984,22 @@ mod tests {
         .collect();
         values.push(("PCOLL_TUNE_FILE", rules.to_str().unwrap().to_string()));
         values
+    }
+
+    #[test]
+    fn chunk_areas_move_through_as_many_places_as_the_budget_allows() {
+        use crate::driver::pool::default_budget;
+        let shm = ShmConfig::default();
+        let places = |ranks: usize| shm.geometry(ranks, Some(default_budget(64 << 20, ranks))).rotations;
+        assert_eq!([places(2), places(4), places(8)], [8, 4, 1], "a 64 MiB /dev/shm");
+        assert_eq!(shm.geometry(64, None).rotations, crate::shm::segment::ROTATIONS, "no budget");
+        let large_chunks = parse(&[("PCOLL_SHM_CHUNK", "1M")]).unwrap().shm;
+        assert_eq!(large_chunks.geometry(2, None).rotations, 1, "no more bytes than the default's places");
+        let set = parse(&[("PCOLL_SHM_ROTATE", "32")]).unwrap().shm;
+        assert_eq!(set.geometry(8, Some(1)).rotations, 32, "as set, whatever the budget");
+        assert!(parse(&[("PCOLL_SHM_ROTATE", "3")]).unwrap_err().to_string().contains("PCOLL_SHM_ROTATE"));
+        let block = |rotations| Geometry { rotations, ..shm.geometry(2, None) }.block_bytes();
+        assert_eq!(block(8) - block(1), 2 * 7 * (64 << 10), "two spans of 7 more chunks");
     }
 
     #[test]

@@ -502,6 +502,23 @@ pub static SETTINGS: &[Setting] = &[
               ones through the chunk areas, which a writer may reuse only every other step; at least 48",
     },
     Setting {
+        name: "PCOLL_SHM_ROTATE",
+        accepts: Accepts::Number { min: 1, max: 256, zero: None },
+        show: |c| c.shm.rotate.map_or("8, fewer where the budget is small or the chunks large".into(), |r| r.to_string()),
+        set: |c, v| {
+            if !v.number().is_power_of_two() {
+                return Err("not a power of two".into());
+            }
+            c.shm.rotate = Some(v.number());
+            Ok(())
+        },
+        doc: "places each chunk area moves through, a chunk apart, from one use to the next, a power of two \
+              (`1`: it stays put): a writer's stores into lines that a reader on another core still holds wait \
+              for each line, and moved on, the lines have left the reader's cache by the time they come back. \
+              Each place beyond the first costs two chunks per rank; by default the places are as many as fit \
+              a quarter of the budget (`PCOLL_SHM_BUDGET`) ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
+    },
+    Setting {
         name: "PCOLL_SHM_TREE",
         accepts: Accepts::Word(&["flat", "chain", "kary", "knomial"]),
         show: |c| format!("{:?}", c.shm.tree).to_lowercase(),

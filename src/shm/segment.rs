@@ -54,6 +54,16 @@ pub struct Geometry {
     /// bytes a slot holds beyond its first line's.
     pub ring: usize,
     pub ring_bytes: usize,
+    /// Places each chunk area moves through, a chunk (in whole pages)
+    /// apart, from one of its uses to the next (a power of two; 1: it
+    /// stays put). A writer's stores into lines that a reader on another
+    /// core still holds wait for each line (2 ranks, an EPYC VM with 1 MiB
+    /// of L2 per core: 32 KiB written in 3.5 us into lines last read 128
+    /// KiB of data ago, 1.0 us into lines last read 2 MiB ago); moved on,
+    /// the areas' lines have left the reader's L2 by the time they come
+    /// back (a 2 MiB Reduce, 2 ranks: 175-210 us staying put, 83-117
+    /// moving through 4-16 places; docs/node-layer.md).
+    pub rotations: usize,
 }
 
 impl Geometry {
@@ -76,6 +86,7 @@ impl Geometry {
         sets: 64,
         ring: RING,
         ring_bytes: RING_BYTES,
+        rotations: ROTATIONS,
     };
 
     /// The slot of the ring that step `s` uses: its [`place`] modulo the
@@ -124,6 +135,13 @@ pub const RING: usize = 16;
 /// the only line a reader polls; larger ones go through the chunk areas,
 /// reused every other step.
 pub const RING_BYTES: usize = 256;
+
+/// Default places of a chunk area (PCOLL_SHM_ROTATE), where the budget
+/// allows ([`crate::select::config::ShmConfig::rotations`]): 8 places of
+/// 64 KiB bring a span's lines back after 1 MiB of a 64 KiB-chunked
+/// stream per span, at 896 KiB more per rank (a 2 MiB Reduce at 2 ranks:
+/// 92-97 us; 16 places: 83, 4: 117, 1: 175-210).
+pub const ROTATIONS: usize = 8;
 
 /// Steps are numbered per call: step `i` of a node's call `c` is
 /// `c << CALL_SHIFT | i`, so that a call whose ranks disagree (an
@@ -239,8 +257,15 @@ impl Geometry {
         self.chunk.max(self.allreduce_chunk)
     }
 
+    /// Bytes of the span a chunk area moves through ([`Geometry::rotations`]).
     fn chunk_bytes(&self) -> usize {
-        round_up(self.area(), PAGE)
+        round_up(self.area() + (self.rotations.max(1) - 1) * self.rotation_bytes(), PAGE)
+    }
+
+    /// Bytes between a chunk area's places: a chunk, whole pages (every
+    /// place page-aligned, as the first).
+    fn rotation_bytes(&self) -> usize {
+        round_up(self.chunk, PAGE)
     }
 
     /// Bytes of one rank's block.
@@ -293,9 +318,13 @@ struct Offsets {
     fragment_controls: usize,
     chunk_areas: usize,
     queue_slots: usize,
-    /// Bytes of one ring slot's data and of one chunk area.
+    /// Bytes of one ring slot's data and of the span of one chunk area.
     ring_slot: usize,
     chunk: usize,
+    /// A chunk area's places: their distance, and their count less one (a
+    /// mask).
+    rotation: usize,
+    rotation_mask: usize,
 }
 
 impl Offsets {
@@ -310,6 +339,8 @@ impl Offsets {
             queue_slots: geo.control_bytes() + 2 * geo.chunk_bytes(),
             ring_slot: geo.ring_slot_bytes(),
             chunk: geo.chunk_bytes(),
+            rotation: geo.rotation_bytes(),
+            rotation_mask: geo.rotations.max(1) - 1,
         }
     }
 }
@@ -361,11 +392,16 @@ impl Segment {
         self.at(self.block(r) + self.at.fragment_controls + slot * LINE)
     }
 
-    /// Rank `r`'s chunk area for step `s` (one of two, by the parity of
-    /// its [`place`]).
+    /// Rank `r`'s chunk area for step `s`: one of two spans by the parity
+    /// of its [`place`], and within it the place of its turn
+    /// ([`Geometry::rotations`]). A writer may reuse a span once its
+    /// readers are done with the step before, whatever the place.
     pub fn chunk_area(&self, r: usize, s: u64) -> *mut u8 {
-        // SAFETY: within the mapping (layout above).
-        unsafe { self.base.add(self.block(r) + self.at.chunk_areas + (place(s) % 2) * self.at.chunk) }
+        let (span, turn) = (place(s) % 2, (place(s) / 2) & self.at.rotation_mask);
+        let at = self.at.chunk_areas + span * self.at.chunk + turn * self.at.rotation;
+        // SAFETY: within the mapping (layout above): turn * rotation + area
+        // <= the span's bytes.
+        unsafe { self.base.add(self.block(r) + at) }
     }
 
     /// Line `i` of rank `r`'s slot for small data of step `s`.
@@ -413,9 +449,11 @@ mod tests {
     fn blocks_are_page_aligned_and_their_parts_disjoint_in_order() {
         assert_eq!(std::mem::size_of::<Control>(), 4 * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
-        for (ring, ring_bytes, slots, allreduce_chunk) in [(2, 0, 1, 0), (16, 200, 64, 65536 + 5), (1024, 4096, 8, 0)] {
+        let shapes = [(2, 0, 1, 0, 1), (16, 200, 64, 65536 + 5, 8), (1024, 4096, 8, 0, 4)];
+        for (ring, ring_bytes, slots, allreduce_chunk, rotations) in shapes {
+            let (chunk, slot_bytes, sets) = (4096, 8192, 2);
             let geo =
-                Geometry { ranks: 3, chunk: 4096, allreduce_chunk, slots, slot_bytes: 8192, sets: 2, ring, ring_bytes };
+                Geometry { ranks: 3, chunk, allreduce_chunk, slots, slot_bytes, sets, ring, ring_bytes, rotations };
             let (seg, offset) = offsets(geo);
             let (first, last) = (0, (7 << CALL_SHIFT) + 3);
             for r in 0..3 {
@@ -441,13 +479,26 @@ mod tests {
                     offset(seg.fragment_control(r, slots - 1) as *const Flag as *const u8) + LINE
                         <= offset(seg.chunk_area(r, 0))
                 );
-                assert_eq!(offset(seg.chunk_area(r, 0)) % PAGE, 0);
-                assert!(offset(seg.chunk_area(r, 0)) + geo.area() <= offset(seg.chunk_area(r, 1)));
-                assert!(offset(seg.chunk_area(r, 1)) + geo.area() <= offset(seg.queue_slot(r, 0)));
+                assert!((0..2 * rotations as u64).all(|s| offset(seg.chunk_area(r, s)) % PAGE == 0));
+                // the two spans, each a chunk area at every place, apart
+                let area = |s: u64| offset(seg.chunk_area(r, s));
+                let places = 2 * rotations as u64;
+                let (even, odd): (Vec<u64>, Vec<u64>) = (0..places).partition(|s| s % 2 == 0);
+                let span = |steps: &[u64]| {
+                    let start = steps.iter().map(|&s| area(s)).min().unwrap();
+                    (start, steps.iter().map(|&s| area(s) + geo.area()).max().unwrap())
+                };
+                let ((even_start, even_end), (odd_start, odd_end)) = (span(&even), span(&odd));
+                assert!(even_end <= odd_start && odd_end <= offset(seg.queue_slot(r, 0)));
+                assert_eq!(even_start, area(0));
+                let mut starts: Vec<usize> = (0..places).map(area).collect();
+                starts.sort();
+                starts.dedup();
+                assert_eq!(starts.len(), places as usize, "every turn a place of its own");
                 assert!(offset(seg.queue_slot(r, slots - 1)) + 8192 <= block + bytes);
                 // a step's places: its chunk area by parity, its ring slot
                 for s in [first, 1, 5, last] {
-                    assert_eq!(seg.chunk_area(r, s), seg.chunk_area(r, place(s) as u64 % 2));
+                    assert_eq!(seg.chunk_area(r, s), seg.chunk_area(r, place(s) as u64 % places));
                     assert_eq!(line(s, 2), line(slot_of(s) as u64, 2));
                     assert_eq!(data(s), data(slot_of(s) as u64));
                 }

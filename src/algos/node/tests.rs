@@ -129,9 +129,18 @@ pub(super) fn test_memory() -> NodeMemory {
 /// one line of data beyond the first, so that calls wrap around it (two
 /// slots, the fewest that let an algorithm write a step while its peers
 /// read the one before) and the sizes around a line and a chunk take all
-/// three ways.
-pub(super) const TEST_GEO: Geometry =
-    Geometry { ranks: 0, chunk: 136, allreduce_chunk: 264, slots: 8, slot_bytes: 40, sets: 2, ring: 2, ring_bytes: 64 };
+/// three ways; chunk areas that move through four places.
+pub(super) const TEST_GEO: Geometry = Geometry {
+    ranks: 0,
+    chunk: 136,
+    allreduce_chunk: 264,
+    slots: 8,
+    slot_bytes: 40,
+    sets: 2,
+    ring: 2,
+    ring_bytes: 64,
+    rotations: 4,
+};
 
 /// Elements are `(lo, hi)` pairs of u32; `a ∘ b` is `(a.lo, b.hi)` when
 /// `a.hi + 1 == b.lo`, and poison otherwise: only every contribution once,
