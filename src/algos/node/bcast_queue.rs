@@ -196,21 +196,22 @@ pub(super) fn through_queue(team: &mut Team<'_>, data: &mut [u8], root: usize, f
 /// counts them) have counted themselves out: all broadcasts through the
 /// queue up to this rank's last have been copied out (a root that times
 /// the queue: before its call, so that earlier calls' copies are not
-/// counted, and after it). A set that a later root has taken again was
-/// counted out before (the root waited for it): this rank may be a
-/// reader of that root's call, and must not wait for its count.
+/// counted, and after it). Readers count out of sets in order, call after
+/// call, and every reader of an earlier operation but this rank reads the
+/// last one too, so the last operation's set tells. A set that a later
+/// root has taken again was counted out before (the root waited for it):
+/// this rank may be a reader of that root's call, and must not wait for
+/// its count.
 pub(super) fn wait_counted_out(team: &Team<'_>) {
+    let Some(last) = team.state.memory.queue_op.checked_sub(1) else {
+        return;
+    };
     let geo = team.seg.geo;
-    let sets = geo.sets.clamp(1, geo.slots) as u64;
-    let ops = team.state.memory.queue_op;
-    for set in 0..sets.min(ops) {
-        // The set's last operation that this rank took part in.
-        let last = ops - 1 - (ops - 1 - set) % sets;
-        let counters = team.seg.set_control(set as usize);
-        // Acquire: the readers' copies out of the set happen before what
-        // the caller does next (its clock).
-        Backoff::until(|| counters.readers.load(Acquire) == 0 || counters.op.load(Acquire) > last + 1);
-    }
+    let counters = team.seg.set_control((last % geo.sets.clamp(1, geo.slots) as u64) as usize);
+    // Acquire: the readers' copies out of this and earlier sets (before
+    // their releases of the count) happen before what the caller does
+    // next (its clock).
+    Backoff::until(|| counters.readers.load(Acquire) == 0 || counters.op.load(Acquire) > last + 1);
 }
 
 /// The bit of a fragment's notification that tells the readers the root's
