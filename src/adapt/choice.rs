@@ -34,7 +34,8 @@
 //! alone), a Bcast's method (the `shm` Bcast of the node algorithms, the
 //! root for everyone; it times the queue on one call in a few,
 //! [`Pick::sampled`]), flat against zero copy for reductions on hot
-//! buffers (rank 0 for everyone). Limitations: an application that alternates sizes within
+//! buffers (rank 0 for everyone), a Gatherv block's route (the root for
+//! its owners, through its wishes). Limitations: an application that alternates sizes within
 //! one class shares one estimate. Cost: where the other method loses, one
 //! call in 64 pays its loss. Memory: a few words per class. Seed: none
 //! (pcoll's own, from measurements on the development VM).

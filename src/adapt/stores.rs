@@ -163,16 +163,18 @@ impl RootPick {
 /// KiB blocks: about a tenth less time with ordinary stores;
 /// docs/measurements.md). A Bcast reader keeps
 /// the same kind of choice for its root's copies ([`BcastStores`]).
+/// A Gatherv root keeps the route of its owners' blocks the same way
+/// ([`crate::algos::node::gatherv_shm::Route`]).
 #[derive(Debug)]
-pub struct ReaderChoice {
-    choice: StoreChoice,
+pub struct ReaderChoice<K = Stores> {
+    choice: TimedChoice<K>,
     /// Per class: the pick this rank has published for its next call.
-    next: [Option<Pick<Stores>>; CLASSES],
+    next: [Option<Pick<K>>; CLASSES],
 }
 
 /// A call that a reader (a Gatherv root, a Bcast reader) times.
-pub struct ReaderTiming {
-    pick: Pick<Stores>,
+pub struct ReaderTiming<K = Stores> {
+    pick: Pick<K>,
     largest: usize,
     bytes: usize,
     start: Instant,
@@ -190,9 +192,11 @@ pub fn wanted_streams<M: Adapting>(team: &Team<'_, M>, root: usize, block: usize
 /// Where the wishes of a rank that reads others' copies start in its line
 /// ([`crate::shm::segment::Control::wishes`]), one per size class: as a
 /// Gatherv root, and as a Bcast reader.
+/// After them, a Gatherv root's routes ([`ReaderChoice::published`]).
 const GATHERV_WISHES: usize = 0;
 const BCAST_WISHES: usize = CLASSES;
-const _: () = assert!(BCAST_WISHES + CLASSES <= LINE);
+pub const GATHERV_ROUTES: usize = 2 * CLASSES;
+const _: () = assert!(GATHERV_ROUTES + CLASSES <= LINE);
 
 /// Whether rank `r`'s wish for copies of `len` bytes, among those from
 /// `wishes` in its line, is streaming stores (as the zeroed line says
@@ -218,8 +222,7 @@ pub fn reader_start<M: Adapting>(
     if !root_chooses(team, largest, largest) || !one_class {
         return None;
     }
-    let pick = team.state.memory.as_mut().gatherv_stores.start(largest);
-    Some(ReaderTiming { pick, largest, bytes: others.sum(), start: Instant::now() })
+    Some(team.state.memory.as_mut().gatherv_stores.timing(largest, others.sum()))
 }
 
 /// At the end of a timed Gatherv, before the root's `finish`: counts the
@@ -231,31 +234,51 @@ pub fn reader_end<M: Adapting>(team: &mut Team<'_, M>, timing: ReaderTiming) {
     if let Some(change) = choice.end(&timing, wishes) {
         log::debug!(
             "shm Gatherv of {} B blocks and more to this root: copies in now with {change}",
-            choice.choice.class_bytes(&timing.pick)
+            choice.class_bytes(&timing)
         );
     }
 }
 
-impl ReaderChoice {
+impl<K: Alternative> ReaderChoice<K> {
     /// Nothing timed yet; classes from `from` bytes.
-    pub fn new(from: usize) -> ReaderChoice {
-        ReaderChoice { choice: StoreChoice::new(from), next: [None; CLASSES] }
+    pub fn new(from: usize) -> ReaderChoice<K> {
+        ReaderChoice { choice: TimedChoice::new(from), next: [None; CLASSES] }
+    }
+
+    /// The size class of calls of `len` bytes.
+    pub fn class(&self, len: usize) -> usize {
+        self.choice.class(len)
     }
 
     /// The pick for a call whose largest copy is `largest` bytes: the one
     /// published for its class last time. Never published for this class:
-    /// the writers read the zeroed line (streaming), which the class's
-    /// first pick (a warm-up) uses too.
-    fn start(&mut self, largest: usize) -> Pick<Stores> {
+    /// the writers read the zeroed line (the first method), which the
+    /// class's first pick (a warm-up) uses too.
+    fn start(&mut self, largest: usize) -> Pick<K> {
         let class = self.choice.class(largest);
         self.next[class].take().unwrap_or_else(|| self.choice.pick(largest))
     }
 
-    /// Counts a timed call, picks the class's stores for the next one and
-    /// publishes them among `wishes` (this rank's, from the reading
+    /// A timed call from now whose largest block is `largest` bytes of
+    /// `bytes` in all, by the method published for its class.
+    pub fn timing(&mut self, largest: usize, bytes: usize) -> ReaderTiming<K> {
+        ReaderTiming { pick: self.start(largest), largest, bytes, start: Instant::now() }
+    }
+
+    /// The method rank `r` has published among `wishes` in its line for
+    /// calls of `len` bytes (the first, as the zeroed line says, before it
+    /// has chosen). Relaxed: a wish only steers; where it must be current,
+    /// the caller orders the load.
+    pub fn published<M>(&self, team: &Team<'_, M>, r: usize, wishes: usize, len: usize) -> K {
+        let wish = team.seg.control(r).wishes[wishes + self.class(len)].load(Relaxed);
+        K::BOTH[usize::from(wish != 0)]
+    }
+
+    /// Counts a timed call, picks the class's method for the next one and
+    /// publishes it among `wishes` (this rank's, from the reading
     /// collective's start); returns the class's new preference if it
     /// changed.
-    fn end(&mut self, timing: &ReaderTiming, wishes: &[AtomicU8]) -> Option<Preference<Stores>> {
+    pub fn end(&mut self, timing: &ReaderTiming<K>, wishes: &[AtomicU8]) -> Option<Preference<K>> {
         let change = self.choice.record(timing.pick, timing.bytes, timing.start.elapsed());
         let class = self.choice.class(timing.largest);
         let next = self.choice.pick(timing.largest);
@@ -270,9 +293,22 @@ impl ReaderChoice {
         change
     }
 
+    /// The lower bound of the bytes of `timing`'s class, for logs.
+    pub fn class_bytes(&self, timing: &ReaderTiming<K>) -> usize {
+        self.choice.class_bytes(&timing.pick)
+    }
+
     /// As [`TimedChoice::summary`].
     pub fn summary(&self, what: &str) -> Vec<String> {
         self.choice.summary(what)
+    }
+}
+
+impl<K> ReaderTiming<K> {
+    /// The method the call ran by, where it was not the one published
+    /// (the writers read a wish of the call before): the time is its.
+    pub fn ran_by(&mut self, method: K) {
+        self.pick.method = method;
     }
 }
 
@@ -307,8 +343,7 @@ impl BcastStores {
             let stream = (0..team.size).any(|r| r != root && wants_streaming(team, r, BCAST_WISHES, n));
             BcastStores::Root { stream }
         } else {
-            let pick = team.state.memory.as_mut().bcast_stores.start(n);
-            BcastStores::Reader(ReaderTiming { pick, largest: n, bytes: n, start: Instant::now() })
+            BcastStores::Reader(team.state.memory.as_mut().bcast_stores.timing(n, n))
         }
     }
 
@@ -337,14 +372,11 @@ impl BcastStores {
     /// wish for the next call.
     pub fn end<M: Adapting>(self, team: &mut Team<'_, M>, streamed: bool) {
         if let BcastStores::Reader(mut timing) = self {
-            timing.pick.method = if streamed { Stores::Streaming } else { Stores::Ordinary };
+            timing.ran_by(if streamed { Stores::Streaming } else { Stores::Ordinary });
             let wishes = &team.seg.control(team.rank).wishes[BCAST_WISHES..];
             let choice = &mut team.state.memory.as_mut().bcast_stores;
             if let Some(change) = choice.end(&timing, wishes) {
-                log::debug!(
-                    "shm Bcast of {} B and more, as reader: wants now {change}",
-                    choice.choice.class_bytes(&timing.pick)
-                );
+                log::debug!("shm Bcast of {} B and more, as reader: wants now {change}", choice.class_bytes(&timing));
             }
         }
     }

@@ -9,19 +9,20 @@
 //!   the root copies it into place. Beyond an eighth of a chunk it goes in
 //!   pieces that the root copies out as they land (`put_pieces`): the
 //!   transfer costs the slower of the two copies, not their sum. Such a
-//!   block sent from the buffer its owner sent the last one from goes
-//!   direct instead: lines in cache cost a writer into the area, whose
-//!   lines the root still holds, more than a cross-memory copy (2 ranks,
-//!   Open MPI, 32 KiB back to back: 7.6 us copied in, 4.9 direct); the
-//!   root, which publishes its table for such blocks, learns the owner's
-//!   way from its first piece or its publish without one. A larger block
+//!   block may go direct instead, by the [`Route`] its root wants (timed
+//!   per size class; without timing, a block sent from the buffer its
+//!   owner sent the last one from): lines in cache cost a writer into the
+//!   area, whose lines the root still holds, more than a cross-memory
+//!   copy (2 ranks, Open MPI, 32 KiB back to back: 7.6 us copied in, 4.9
+//!   direct); the root, which publishes its table for such blocks, learns
+//!   the owner's way from its first piece or its publish without one. A larger block
 //!   (zero copy: every block) goes straight into the root's receive
 //!   buffer, written by its owner once the root has published the
 //!   buffer's address and the layout; all such blocks move
 //!   at once, each by its owner (pulling everything would make the root
 //!   the hot spot). In the auto mode, unless ranks outnumber cores or the
-//!   block comes from its owner's last buffer again (a published word
-//!   tells the root), the block's last `1/p` (at most an area) goes
+//!   block's route is direct (a published word tells the root), the
+//!   block's last `1/p` (at most an area) goes
 //!   through its owner's area, copied in before the owner publishes and
 //!   out by the root once its own block is in place (`through_segment`). The root then helps with
 //!   the rest: it is cut into pieces ([`super::Sizes::gatherv_piece`]),
@@ -68,7 +69,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{NodeCall, Team};
-use crate::adapt::stores;
+use crate::adapt::choice::Alternative;
+use crate::adapt::stores::{self, ReaderTiming, GATHERV_ROUTES};
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
 use crate::shm::segment::Geometry;
@@ -81,6 +83,105 @@ use crate::shm::PeerMemory;
 /// straight into the root's buffer (measured, 2 ranks: copy-in faster up
 /// to 128 KiB in total, and a block larger than a chunk would need rounds).
 pub const COPY_IN_UP_TO: usize = 64 << 10;
+
+/// How a block of more than a piece copied in travels in the auto mode:
+/// through its owner's chunk area (copied in, in pieces; or, for a
+/// direct block, its end), or all of it straight into the root's buffer.
+/// Which is faster depends on the machine and on whether the buffers are
+/// hot: 2 ranks, cold blocks of 32 KiB in synchronised calls, through
+/// the area 28.5 against 20.2 us straight on a Zen 1 VM, where a Zen 3 VM
+/// took a third less through the area (docs/measurements.md). So with
+/// PCOLL_SHM_ADAPT the root times its calls by route per size class
+/// ([`crate::adapt::stores::ReaderChoice`]) and publishes the route it
+/// wants next in its line of wishes, which owners read; without, a block
+/// its owner sent from the same buffer last time goes straight, others
+/// through the area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Area,
+    Direct,
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Route::Area => "through the area",
+            Route::Direct => "direct",
+        })
+    }
+}
+
+impl Alternative for Route {
+    const BOTH: [Route; 2] = [Route::Area, Route::Direct];
+}
+
+/// The routes a root has seen its owners' blocks take in one call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Nothing,
+    All(Route),
+    Mixed,
+}
+
+impl Seen {
+    fn and(self, route: Route) -> Seen {
+        match self {
+            Seen::Nothing => Seen::All(route),
+            Seen::All(all) if all == route => self,
+            _ => Seen::Mixed,
+        }
+    }
+}
+
+/// Whether this rank's Gatherv blocks take the routes the roots time:
+/// with PCOLL_SHM_ADAPT and ranks no more than cores (where they
+/// outnumber cores, timings are too noisy to choose by).
+fn routes_timed(team: &Team<'_>, mode: Mode) -> bool {
+    mode == Mode::Auto && team.state.memory.adaptation.enabled && !team.settings.oversubscribed
+}
+
+/// An owner's route for its block of `len` bytes to `root` (`hot`: sent
+/// from its last buffer again). After [`Team::writable`] for the call's
+/// first step, which orders the root's wish of its last call.
+fn owner_route(team: &Team<'_>, root: usize, len: usize, mode: Mode, hot: bool) -> Route {
+    if routes_timed(team, mode) {
+        team.state.memory.gatherv_route.published(team, root, GATHERV_ROUTES, len)
+    } else if hot {
+        Route::Direct
+    } else {
+        Route::Area
+    }
+}
+
+/// At the root's arrival: the call's timing by route, where routes are
+/// timed and every other block (`blocks`, those not empty) takes a route
+/// (`routed`) and falls in one size class.
+fn route_timing(
+    team: &mut Team<'_>,
+    mode: Mode,
+    blocks: impl Iterator<Item = usize> + Clone,
+    routed: impl Fn(usize) -> bool,
+) -> Option<ReaderTiming<Route>> {
+    let blocks = blocks.filter(|&len| len > 0);
+    let largest = blocks.clone().max()?;
+    let choice = &team.state.memory.gatherv_route;
+    let class = choice.class(largest);
+    let timed = routes_timed(team, mode) && blocks.clone().all(|len| routed(len) && choice.class(len) == class);
+    timed.then(|| team.state.memory.gatherv_route.timing(largest, blocks.sum()))
+}
+
+/// At the end of a root's timed call, before its `finish`: counts the
+/// time for the route its owners took, if they all took one, and
+/// publishes the route it wants next.
+fn route_end(team: &mut Team<'_>, mut timing: ReaderTiming<Route>, seen: Seen) {
+    let Seen::All(route) = seen else { return };
+    timing.ran_by(route);
+    let wishes = &team.seg.control(team.rank).wishes[GATHERV_ROUTES..];
+    let choice = &mut team.state.memory.gatherv_route;
+    if let Some(change) = choice.end(&timing, wishes) {
+        log::debug!("shm Gatherv of {} B blocks and more to this root, now {change}", choice.class_bytes(&timing));
+    }
+}
 
 /// How blocks travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,13 +290,19 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let t = team.next_step();
     // Whether the root reads part of this rank's block from its send buffer.
     let mut root_reads = false;
-    let mut timing = None;
+    let (mut timing, mut route_timed) = (None, None);
     let mut mismatch = None;
-    // Other ranks whose data of step s this root has seen.
-    let mut seen = 0;
+    // Other ranks whose data of step s this root has seen, and their routes.
+    let (mut seen, mut routes) = (0, Seen::Nothing);
+    let len = g.send.len();
+    let route = (me != g.root && (direct(len) || either(len))).then(|| {
+        team.writable(s);
+        owner_route(team, g.root, len, mode, hot)
+    });
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
         timing = stores::reader_start(team, others().map(|(_, (_, len))| len));
+        route_timed = route_timing(team, mode, others().map(|(_, (_, len))| len), |len| direct(len) || either(len));
         // Only ranks with direct blocks wait for step s: without any, the
         // root leaves its flags alone (a reader of them would cost each
         // small block a cache-line transfer: 0.05-0.1 us a call).
@@ -233,7 +340,9 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     continue;
                 }
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
-                let head = len - (team.word(r, s, TAIL) as usize).min(len);
+                let tail = (team.word(r, s, TAIL) as usize).min(len);
+                routes = routes.and(if tail == 0 { Route::Direct } else { Route::Area });
+                let head = len - tail;
                 crate::shm::stream::copy_out(
                     &mut g.recv[off + head..off + len],
                     team.area_bytes(r, s, len - head),
@@ -246,6 +355,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 }
                 team.wait_ready(r, t);
             } else if in_pieces(&geo, len) {
+                routes = routes.and(Route::Area);
                 if let Err(m) = team.read_pieces(r, s, &mut g.recv[off..off + len], copy_piece(&geo), expect) {
                     mismatch = mismatch.or(Some(m));
                 }
@@ -270,7 +380,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             // 0.58-0.60 -> 0.47-0.52 us under Open MPI).
             team.others_published(s);
         }
-    } else if direct(g.send.len()) || (either(g.send.len()) && hot) {
+    } else if direct(len) || (either(len) && route == Some(Route::Direct)) {
         // The head first: a root that expects a small block waits for
         // this rank's data, not its own table's readers.
         team.writable(s);
@@ -293,7 +403,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         // the rest to the root, and write those it has not taken, from the
         // front.
         team.writable(s);
-        let tail = if hot { 0 } else { through_segment(team, mode, len) };
+        let tail = if route == Some(Route::Direct) { 0 } else { through_segment(team, mode, len) };
         let head = len - tail;
         let end = &g.send[head..];
         let stream = stores::wanted_streams(team, g.root, len, end.len());
@@ -320,8 +430,12 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     } else {
         team.put(s, g.send);
     }
-    if let Some(timing) = timing {
+    // The stores count where blocks were copied in.
+    if let Some(timing) = timing.filter(|_| routes != Seen::All(Route::Direct)) {
         stores::reader_end(team, timing);
+    }
+    if let Some(timing) = route_timed {
+        route_end(team, timing, routes);
     }
     // Done with both steps (the root has copied every area it waited for,
     // the others read nothing more of the root's), then published: this

@@ -21,6 +21,7 @@ pub mod reduce_zcopy;
 pub mod reduction;
 
 use crate::adapt::choice::TimedChoice;
+use crate::adapt::stores::ReaderChoice;
 use crate::adapt::Adaptation;
 use crate::core::call::CallDesc;
 use crate::exec::{Buffers, Combiner};
@@ -51,6 +52,9 @@ pub struct NodeMemory {
     /// Reduce and Allreduce: where this rank's last input vector was (the
     /// same again is taken to be hot).
     pub reduction_input: usize,
+    /// Gatherv's timings of its owners' routes, as root (classes from
+    /// the store choices' [`Adaptation::from`]).
+    pub gatherv_route: ReaderChoice<gatherv_shm::Route>,
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
@@ -75,6 +79,7 @@ impl Default for NodeMemory {
             gatherv_sent: 0,
             bcast_buffer: 0,
             reduction_input: 0,
+            gatherv_route: ReaderChoice::new(crate::adapt::stores::ADAPT_FROM),
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             bcast_way: TimedChoice::paying_changes(bcast_timed::way_classes_from(bcast_timed::TIMED_FROM)),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
@@ -118,6 +123,9 @@ impl NodeMemory {
     /// The choices settled by timing, a line each, for the log.
     pub fn summary(&self) -> Vec<String> {
         let mut lines = self.adaptation.summary();
+        lines.extend(
+            self.gatherv_route.summary("blocks").into_iter().map(|l| format!("shm Gatherv route as root: {l}")),
+        );
         let bcast = self.bcast_way.summary("messages").into_iter().chain(self.bcast_method.summary("messages"));
         lines.extend(bcast.map(|l| format!("shm Bcast as root: {l}")));
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));

@@ -120,6 +120,7 @@ pub(super) const TEST_SIZES: Sizes = Sizes {
 pub(super) fn test_memory() -> NodeMemory {
     NodeMemory {
         adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
+        gatherv_route: crate::adapt::stores::ReaderChoice::new(TEST_ADAPT_FROM),
         ..NodeMemory::new(QueueSettings::default(), TEST_SIZES, true)
     }
 }
@@ -958,11 +959,11 @@ fn back_to_back_rooted_calls_running_ahead_are_exact() {
 /// Gatherv to several roots, each call's blocks in one size class (small
 /// ones through the owners' areas, or direct ones), long enough for each
 /// root's warm-up, both trial calls and exploring ones in both classes,
-/// with ranks that drift apart: every block in place whichever stores the
-/// root wants, and every root has timed both; where ranks outnumber
-/// cores, untimed.
+/// with ranks that drift apart: every block in place whichever stores and
+/// route the root wants, and every root has timed both stores and both
+/// routes; where ranks outnumber cores, untimed.
 #[test]
-fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
+fn adaptive_gathers_put_every_block_in_place_by_either_stores_and_route() {
     use super::gatherv_shm::{self as gatherv, Gather};
     use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
@@ -985,7 +986,12 @@ fn adaptive_gathers_put_every_block_in_place_with_either_stores() {
     };
     let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, ..TEST_GEO };
     from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| {
-        state.memory.adaptation.gatherv_stores.summary("calls")
+        let (stores, routes) =
+            (state.memory.adaptation.gatherv_stores.summary("calls"), state.memory.gatherv_route.summary("calls"));
+        if stores.is_empty() || routes.is_empty() {
+            return Vec::new();
+        }
+        [stores, routes].concat()
     });
 }
 
