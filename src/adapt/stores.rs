@@ -304,7 +304,12 @@ impl<K: Alternative> ReaderChoice<K> {
     }
 }
 
-impl<K> ReaderTiming<K> {
+impl<K: Copy> ReaderTiming<K> {
+    /// The method the call is timed for.
+    pub fn method(&self) -> K {
+        self.pick.method
+    }
+
     /// The method the call ran by, where it was not the one published
     /// (the writers read a wish of the call before): the time is its.
     pub fn ran_by(&mut self, method: K) {
