@@ -9,9 +9,9 @@
 //!   the root copies it into place. Beyond an eighth of a chunk it goes in
 //!   pieces that the root copies out as they land (`put_pieces`): the
 //!   transfer costs the slower of the two copies, not their sum. Such a
-//!   block may go direct instead, by the [`Route`] its root wants (timed
-//!   per size class; without timing, a block sent from the buffer its
-//!   owner sent the last one from): lines in cache cost a writer into the
+//!   block may go direct instead: one sent from the buffer its owner sent
+//!   the last one from, and a cold one where its root's timings favour it
+//!   ([`Route`]): lines in cache cost a writer into the
 //!   area, whose lines the root still holds, more than a cross-memory
 //!   copy (2 ranks, Open MPI, 32 KiB back to back: 7.6 us copied in, 4.9
 //!   direct); the root, which publishes its table for such blocks, learns
@@ -21,7 +21,7 @@
 //!   buffer's address and the layout; all such blocks move
 //!   at once, each by its owner (pulling everything would make the root
 //!   the hot spot). In the auto mode, unless ranks outnumber cores or the
-//!   block's route is direct (a published word tells the root), the
+//!   block goes direct by its route (a published word tells the root), the
 //!   block's last `1/p` (at most an area) goes
 //!   through its owner's area, copied in before the owner publishes and
 //!   out by the root once its own block is in place (`through_segment`). The root then helps with
@@ -90,12 +90,16 @@ pub const COPY_IN_UP_TO: usize = 64 << 10;
 /// Which is faster depends on the machine and on whether the buffers are
 /// hot: 2 ranks, cold blocks of 32 KiB in synchronised calls, through
 /// the area 28.5 against 20.2 us straight on a Zen 1 VM, where a Zen 3 VM
-/// took a third less through the area (docs/measurements.md). So with
-/// PCOLL_SHM_ADAPT the root times its calls by route per size class
-/// ([`crate::adapt::stores::ReaderChoice`]) and publishes the route it
-/// wants next in its line of wishes, which owners read; without, a block
-/// its owner sent from the same buffer last time goes straight, others
-/// through the area.
+/// took a third less through the area (docs/measurements.md). A block its
+/// owner sent from the same buffer last time (hot) goes direct. For the
+/// others, with PCOLL_SHM_ADAPT, the root times its calls by route per
+/// size class ([`crate::adapt::stores::ReaderChoice`]) and publishes the
+/// route it wants next in its line of wishes, which owners read; without,
+/// they go through the area. Hot blocks are not timed: a root's time
+/// from its arrival counts its wait for an owner that is behind, which
+/// back to back depends on the route of the call before (2 ranks, hot 32
+/// KiB blocks back to back, rotating roots: the two roots timed opposite
+/// routes faster, and the calls took a fifth longer than direct).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     Area,
@@ -119,16 +123,19 @@ impl Alternative for Route {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Seen {
     Nothing,
+    /// Every block so far, each block cold.
     All(Route),
-    Mixed,
+    /// Blocks by both routes, or a hot one: the call does not count.
+    Uncounted,
 }
 
 impl Seen {
-    fn and(self, route: Route) -> Seen {
+    fn and(self, route: Route, hot: bool) -> Seen {
         match self {
+            _ if hot => Seen::Uncounted,
             Seen::Nothing => Seen::All(route),
             Seen::All(all) if all == route => self,
-            _ => Seen::Mixed,
+            _ => Seen::Uncounted,
         }
     }
 }
@@ -144,10 +151,10 @@ fn routes_timed(team: &Team<'_>, mode: Mode) -> bool {
 /// from its last buffer again). After [`Team::writable`] for the call's
 /// first step, which orders the root's wish of its last call.
 fn owner_route(team: &Team<'_>, root: usize, len: usize, mode: Mode, hot: bool) -> Route {
-    if routes_timed(team, mode) {
-        team.state.memory.gatherv_route.published(team, root, GATHERV_ROUTES, len)
-    } else if hot {
+    if hot {
         Route::Direct
+    } else if routes_timed(team, mode) {
+        team.state.memory.gatherv_route.published(team, root, GATHERV_ROUTES, len)
     } else {
         Route::Area
     }
@@ -345,7 +352,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 }
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
                 let tail = (team.word(r, s, TAIL) as usize).min(len);
-                routes = routes.and(if tail == 0 { Route::Direct } else { Route::Area });
+                let hot = team.word(r, s, HOT) != 0;
+                routes = routes.and(if tail == 0 { Route::Direct } else { Route::Area }, hot);
                 let head = len - tail;
                 crate::shm::stream::copy_out(
                     &mut g.recv[off + head..off + len],
@@ -359,7 +367,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 }
                 team.wait_ready(r, t);
             } else if in_pieces(&geo, len) {
-                routes = routes.and(Route::Area);
+                routes = routes.and(Route::Area, false);
                 if let Err(m) = team.read_pieces(r, s, &mut g.recv[off..off + len], copy_piece(&geo), expect) {
                     mismatch = mismatch.or(Some(m));
                 }
@@ -416,6 +424,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
         team.set_word(s, TAIL, tail as u64);
+        team.set_word(s, HOT, u64::from(hot));
         team.publish(s);
         while let Some(piece) = claim(claims, pieces(head, size), End::Front) {
             let at = piece_bytes(piece, size, head);
@@ -477,11 +486,12 @@ fn sent_again(team: &mut Team<'_>, send: &[u8]) -> bool {
 pub const PIECE: usize = 64 << 10;
 
 /// Published words of a direct block's owner (step s): the claims on its
-/// pieces, where its block is, and the bytes of its end that went
-/// through its area.
+/// pieces, where its block is, the bytes of its end that went through
+/// its area, and whether it sent from its last buffer again.
 const CLAIMS: usize = 0;
 const SOURCE: usize = 1;
 const TAIL: usize = 2;
+const HOT: usize = 3;
 
 /// The claims word counts pieces taken from the front (owner, high half)
 /// and from the back (root, low half).
