@@ -186,7 +186,8 @@ pub struct ReaderTiming<K = Stores> {
 /// [`Team::writable`] for the call's first step.
 pub fn wanted_streams<M: Adapting>(team: &Team<'_, M>, root: usize, block: usize, copy: usize) -> bool {
     // Relaxed: ordered by the acquire of the root's `done` in `writable`.
-    team.streams(copy) && wants_streaming(team, root, GATHERV_WISHES, block)
+    team.streams(copy)
+        && team.state.memory.as_ref().gatherv_stores.published(team, root, GATHERV_WISHES, block) == Stores::Streaming
 }
 
 /// Where the wishes of a rank that reads others' copies start in its line
@@ -197,15 +198,6 @@ const GATHERV_WISHES: usize = 0;
 const BCAST_WISHES: usize = CLASSES;
 pub const GATHERV_ROUTES: usize = 2 * CLASSES;
 const _: () = assert!(GATHERV_ROUTES + CLASSES <= LINE);
-
-/// Whether rank `r`'s wish for copies of `len` bytes, among those from
-/// `wishes` in its line, is streaming stores (as the zeroed line says
-/// before it has chosen). Relaxed: a wish only steers speed; where it
-/// must be current, the caller orders the load.
-fn wants_streaming<M: Adapting>(team: &Team<'_, M>, r: usize, wishes: usize, len: usize) -> bool {
-    let wish = team.seg.control(r).wishes[wishes + team.state.memory.as_ref().class(len)].load(Relaxed);
-    wish == Stores::Streaming.index() as u8
-}
 
 /// At a Gatherv root's arrival, with the others' block lengths: the
 /// call's timing if it chooses (with PCOLL_SHM_ADAPT, ranks no more than
@@ -345,7 +337,9 @@ impl BcastStores {
         if !root_chooses(team, n, n) {
             BcastStores::Unchosen
         } else if team.rank == root {
-            let stream = (0..team.size).any(|r| r != root && wants_streaming(team, r, BCAST_WISHES, n));
+            let readers = &team.state.memory.as_ref().bcast_stores;
+            let stream =
+                (0..team.size).any(|r| r != root && readers.published(team, r, BCAST_WISHES, n) == Stores::Streaming);
             BcastStores::Root { stream }
         } else {
             BcastStores::Reader(team.state.memory.as_mut().bcast_stores.timing(n, n))
