@@ -124,6 +124,11 @@ int main(int argc, char **argv)
         }
     }
 
+    /* 40 KiB blocks: the node Gatherv's pieces (blocks up to 24 KiB go whole) */
+    for (int r = 0; r < np; r++)
+        sc[r] = 10000 + 5 * r;
+    gv("pieces", ti, sc, ORD_SHUFFLED, 0, 2, &lint, ct_send_base, 1 % np, 0, 0);
+
     /* large: 8 MiB in total (and a medium one) */
     for (int r = 0; r < np; r++)
         sc[r] = 65536 + 7 * r;

@@ -689,7 +689,7 @@ fn gathers_put_every_block_in_place_across_many_calls() {
 fn gathers_of_blocks_sent_either_way_are_exact() {
     use super::gatherv_shm::{self as gatherv, Gather};
     let (ring, chunk) = (TEST_GEO.ring_bytes, TEST_GEO.chunk);
-    assert!(chunk / 8 < ring, "blocks past the ring are several pieces");
+    assert!(gatherv::WHOLE_UP_TO_PIECES * chunk / 8 < ring, "blocks past the ring are several pieces");
     for p in [2, 3, 5] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(p as u64 * 31 + rank as u64);
@@ -968,8 +968,8 @@ fn adaptive_gathers_put_every_block_in_place_by_either_stores_and_route() {
     use crate::adapt::choice::EXPLORE;
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
-        // 256-511 B blocks go through the areas, 2-4 KiB direct.
-        let base = if (call / p.min(2)).is_multiple_of(2) { TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
+        // 512-1023 B blocks (4-8 pieces) go through the areas, 2-4 KiB direct.
+        let base = if (call / p.min(2)).is_multiple_of(2) { 2 * TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
         let (layout, at) = packed((0..p).map(|_| base + plan.below(base)));
         let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
         let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
