@@ -129,8 +129,9 @@ pub struct ShmConfig {
     pub stream_out_from: usize,
     /// PCOLL_SHM_PREFETCH_OUT: writes of at least this many bytes into the
     /// application's buffers with ordinary stores ask for their lines
-    /// ahead (0: never).
-    pub prefetch_out_from: usize,
+    /// ahead (0: never; unset: where a probe finds that it pays,
+    /// [`crate::shm::prefetch::probed_from`]).
+    pub prefetch_out_from: Option<usize>,
     /// PCOLL_SHM_GATHERV_COPY_IN: in a Gatherv's auto mode, blocks of at
     /// most this many bytes go through their owner's area, larger ones
     /// straight into the root's buffer.
@@ -166,7 +167,7 @@ impl Default for ShmConfig {
             tree_k: 4,
             stream_from: crate::shm::team::STREAM_FROM,
             stream_out_from: crate::shm::team::STREAM_OUT_FROM,
-            prefetch_out_from: crate::shm::prefetch::AHEAD_FROM,
+            prefetch_out_from: None,
             gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
             bcast_timed_from: Sizes::default().bcast_timed_from,
             adapt: true,
@@ -240,7 +241,10 @@ impl ShmConfig {
         NodeSettings {
             stream_from: self.stream_from,
             stream_out_from: self.stream_out_from,
-            ahead: Ahead { from: self.prefetch_out_from, ..Ahead::default() },
+            ahead: Ahead {
+                from: self.prefetch_out_from.unwrap_or_else(crate::shm::prefetch::probed_from),
+                ..Ahead::default()
+            },
             oversubscribed,
         }
     }
@@ -686,7 +690,12 @@ mod tests {
         assert_eq!(parse(&[]).unwrap().shm, ShmConfig::default());
         // What the node layer gets when nothing is set: the defaults the
         // threaded tests run with production settings.
-        assert_eq!(ShmConfig::default().node_settings(false), NodeSettings::default());
+        // Only where to ask for lines ahead is probed on the machine.
+        let probed = Ahead { from: crate::shm::prefetch::probed_from(), ..Ahead::default() };
+        assert_eq!(
+            ShmConfig::default().node_settings(false),
+            NodeSettings { ahead: probed, ..NodeSettings::default() }
+        );
         assert_eq!(parse(&[("PCOLL_SHM_STREAM", "0")]).unwrap().shm.stream_from, 0);
         assert_eq!(parse(&[("PCOLL_SHM_ALLREDUCE_CHUNK", "1M")]).unwrap().shm.allreduce_chunk, 1 << 20);
         assert!(!parse(&[("PCOLL_SHM_ADAPT", "0")]).unwrap().shm.adapt);
@@ -713,8 +722,8 @@ mod tests {
             assert!(err.contains("PCOLL_SHM_RING"), "{bad}: {err}");
         }
         let shm = parse(&[("PCOLL_SHM_PREFETCH_OUT", "64K")]).unwrap().shm;
-        assert_eq!((shm.prefetch_out_from, shm.node_settings(false).ahead.from), (64 << 10, 64 << 10));
-        assert_eq!(parse(&[("PCOLL_SHM_PREFETCH_OUT", "0")]).unwrap().shm.prefetch_out_from, 0);
+        assert_eq!((shm.prefetch_out_from, shm.node_settings(false).ahead.from), (Some(64 << 10), 64 << 10));
+        assert_eq!(parse(&[("PCOLL_SHM_PREFETCH_OUT", "0")]).unwrap().shm.prefetch_out_from, Some(0));
         for bad in ["2G", "-1", "lots"] {
             let err = parse(&[("PCOLL_SHM_PREFETCH_OUT", bad)]).unwrap_err();
             assert_eq!((err.var.as_str(), err.accepted.as_str()), ("PCOLL_SHM_PREFETCH_OUT", "0 (never) or 1..1G"));

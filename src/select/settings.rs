@@ -570,14 +570,15 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "PCOLL_SHM_PREFETCH_OUT",
         accepts: Accepts::Number { min: 0, max: SIZE_MAX, zero: Some("never") },
-        show: |c| number_text(c.shm.prefetch_out_from),
+        show: |c| c.shm.prefetch_out_from.map_or("`32K` where a probe at start finds that it pays, else `0`".into(), number_text),
         set: |c, v| {
-            c.shm.prefetch_out_from = v.number();
+            c.shm.prefetch_out_from = Some(v.number());
             Ok(())
         },
         doc: "writes of at least this many bytes into your buffers with ordinary stores (a copy out of the \
               segment, a combination into your receive buffer) ask for the buffer's lines 2 KiB ahead of the \
-              stores, in pieces of 1 KiB ([Prefetching ahead of stores](node-layer.md#prefetching-ahead-of-stores))",
+              stores, in pieces of 1 KiB; whether that pays depends on the processor, which each process probes \
+              unless this is set ([Prefetching ahead of stores](node-layer.md#prefetching-ahead-of-stores))",
     },
     Setting {
         name: "PCOLL_SHM_GATHERV_COPY_IN",

@@ -56,8 +56,9 @@ pub struct Ahead {
     pub piece: usize,
 }
 
-/// Default of [`Ahead::from`] (PCOLL_SHM_PREFETCH_OUT): 32 KiB, where the
-/// requests start to pay (see [`ahead_of_stores`]).
+/// [`Ahead::from`] where the requests pay ([`probed_from`]; a fixed
+/// PCOLL_SHM_PREFETCH_OUT replaces it): 32 KiB, where they start to pay
+/// (see [`ahead_of_stores`]).
 pub const AHEAD_FROM: usize = 32 << 10;
 /// Default of [`Ahead::piece`]: 1 KiB.
 pub const PIECE: usize = 1 << 10;
@@ -97,6 +98,102 @@ pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl
     }
 }
 
+/// [`Ahead::from`] for this machine when PCOLL_SHM_PREFETCH_OUT is not
+/// set: [`AHEAD_FROM`] where asking for the lines ahead makes a copy
+/// into lines not in cache faster, else 0 (never). Whether it does
+/// depends on the processor: on a 2-vCPU Xeon VM a copy of 128 KiB took
+/// 12.5 us plainly and 10.7 with the requests, a sum of doubles a sixth
+/// less; on a Zen 1 EPYC VM, whose plain copies write whole lines without
+/// reading them, 12.4 against 15.3 us into flushed lines (sums 5-10%
+/// slower), and a Gatherv or Reduce from 32 KiB up to a third slower
+/// (docs/measurements.md). So each process probes once, at its first node
+/// communicator ([`probe`]); a rank's choice concerns its own stores
+/// only, so ranks need not agree.
+pub fn probed_from() -> usize {
+    static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *FROM.get_or_init(|| {
+        let (plain, ahead) = probe();
+        let pays = ahead < plain;
+        log::info!(
+            "prefetching ahead of stores into your buffers: {} (copies of {} KiB into lines not in cache: {:.1} us \
+             plain, {:.1} us asking ahead)",
+            if pays { format!("from {} KiB", AHEAD_FROM >> 10) } else { "off".into() },
+            PROBE_BYTES >> 10,
+            plain * 1e6,
+            ahead * 1e6,
+        );
+        if pays {
+            AHEAD_FROM
+        } else {
+            0
+        }
+    })
+}
+
+/// Bytes of the probe's copies: at 32 KiB neither way gained on either VM.
+const PROBE_BYTES: usize = 128 << 10;
+/// Copies each way, alternating; the medians count.
+const PROBE_COPIES: usize = 9;
+
+/// Median seconds of a copy of [`PROBE_BYTES`] from a buffer in cache
+/// into one whose lines were just flushed, plainly and with
+/// [`ahead_of_stores`]'s requests: about a millisecond in all. Without
+/// the means to flush (not x86-64), where the requests are no-ops too,
+/// the plain copy is taken to win.
+fn probe() -> (f64, f64) {
+    let src = vec![0x5au8; PROBE_BYTES];
+    // Not zeroed: written now, so that its pages are mapped before the timing.
+    let mut dst = vec![0xa5u8; PROBE_BYTES];
+    let mut times = [Vec::new(), Vec::new()];
+    for copy in 0..=PROBE_COPIES {
+        for (way, asking) in [false, true].into_iter().enumerate() {
+            if !flush(&dst) {
+                return (0.0, f64::INFINITY);
+            }
+            let start = std::time::Instant::now();
+            if asking {
+                ahead_of_stores(&mut dst, 1, Ahead::default(), |range, dst| dst.copy_from_slice(&src[range]));
+            } else {
+                dst.copy_from_slice(&src);
+            }
+            std::hint::black_box(&mut dst);
+            // The first round warms up the code and the source.
+            if copy > 0 {
+                times[way].push(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    let [plain, ahead] = times.map(|mut t| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    });
+    (plain, ahead)
+}
+
+/// Writes `bytes`' cache lines back to memory and drops them from every
+/// cache; false where this processor cannot.
+fn flush(bytes: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_clflush, _mm_mfence};
+        for line in bytes.chunks(64) {
+            // SAFETY: the address is within a live allocation; clflush
+            // changes no value the program can observe; SSE2 is part of
+            // x86-64.
+            unsafe { _mm_clflush(line.as_ptr()) };
+        }
+        // Orders the flushes before the timed copy's loads and stores.
+        // SAFETY: as above.
+        unsafe { _mm_mfence() };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = bytes;
+        false
+    }
+}
+
 /// Asks for the lines of the addresses `start..end`.
 fn lines(start: usize, end: usize) {
     #[cfg(target_arch = "x86_64")]
@@ -118,7 +215,18 @@ fn lines(start: usize, end: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::{ahead_of_stores, Ahead};
+    use super::{ahead_of_stores, Ahead, AHEAD_FROM};
+
+    #[test]
+    fn the_probe_times_both_ways_and_settles_on_one() {
+        let (plain, ahead) = super::probe();
+        if cfg!(target_arch = "x86_64") {
+            assert!(plain > 0.0 && plain.is_finite() && ahead > 0.0 && ahead.is_finite(), "{plain} {ahead}");
+        }
+        let from = super::probed_from();
+        assert!(from == 0 || from == AHEAD_FROM, "{from}");
+        assert_eq!(super::probed_from(), from, "probed once per process");
+    }
 
     #[test]
     fn pieces_cover_the_buffer_in_order_on_element_boundaries() {
