@@ -105,7 +105,7 @@ pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl
 /// 12.5 us plainly and 10.7 with the requests, a sum of doubles a sixth
 /// less; on a Zen 1 EPYC VM, whose plain copies write whole lines without
 /// reading them, 12.4 against 15.3 us into flushed lines (sums 5-10%
-/// slower), and a Gatherv or Reduce from 32 KiB up to a third slower
+/// slower), and at 2 ranks a Gatherv of 32 KiB blocks a quarter slower
 /// (docs/measurements.md). So each process probes once, at its first node
 /// communicator ([`probe`]); a rank's choice concerns its own stores
 /// only, so ranks need not agree.
