@@ -360,6 +360,12 @@ impl BcastStores {
         }
     }
 
+    /// Whether the root chooses the stores of this call (the same on
+    /// every rank).
+    pub fn chosen(&self) -> bool {
+        !matches!(self, BcastStores::Unchosen)
+    }
+
     /// Whether this rank is a reader that times the call (and so reads
     /// the root's tag).
     pub fn timed(&self) -> bool {

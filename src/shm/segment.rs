@@ -113,13 +113,14 @@ pub const PUBLISHED: usize = 6;
 /// the writer's [`Head`](super::team::Head).
 pub const INLINE: usize = 48;
 
-/// Lines of a slot: an Allreduce chunk of up to `LINES * INLINE` bytes
-/// travels in lines that each carry its step
-/// ([`super::team::Team::put_lines`]): 64 B in 0.62 us against 0.87
-/// through a chunk area (2 ranks, cores apart). Not beyond: with 16
-/// lines, 512 and 896 B got slower, the readers polling lines not yet
-/// written (docs/measurements.md). A constant of the layout: the threaded
-/// tests choose their lengths around `LINES * INLINE`.
+/// Lines of a slot: a message (an Allreduce or Reduce chunk, a Bcast, a
+/// Gatherv block) of up to `LINES * INLINE` bytes travels in lines that
+/// each carry its step ([`super::team::Team::put_lines`]): an Allreduce
+/// of 64 B in 0.62 us against 0.87 through a chunk area (2 ranks, cores
+/// apart). Not beyond: with 16 lines, 512 and 896 B got slower, the
+/// readers polling lines not yet written (docs/measurements.md). A
+/// constant of the layout: the threaded tests choose their lengths
+/// around `LINES * INLINE`.
 pub const LINES: usize = 3;
 
 /// Default slots per rank (PCOLL_SHM_RING): a step's slot is reused

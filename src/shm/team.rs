@@ -477,15 +477,10 @@ impl<M> Team<'_, M> {
     }
 
     /// Waits until the first `lines` lines of rank `r`'s slot hold step
-    /// `s`, or `r` has published `s` (or ended the call) without them: a
-    /// [`Mismatch`]. A writer publishes after its lines, so a reader that
-    /// sees the publish sees the lines of a matching call.
-    fn wait_slot(&self, r: usize, s: u64, lines: usize) -> Result<(), Mismatch> {
-        self.wait_slot_or(r, s, lines, || false)
-    }
-
-    /// [`Team::wait_slot`], ending early with a [`Mismatch`] once `other`
-    /// (checked with `ready`, in the same line).
+    /// `s`, or `r` has published `s` (or ended the call) without them, or
+    /// `other` (checked with `ready`, in the same line): a [`Mismatch`]. A
+    /// writer publishes after its lines, so a reader that sees the publish
+    /// sees the lines of a matching call.
     #[inline]
     fn wait_slot_or(&self, r: usize, s: u64, lines: usize, other: impl Fn() -> bool) -> Result<(), Mismatch> {
         let lines = || (0..lines).map(|i| self.seg.slot(r, s, i));
@@ -573,11 +568,12 @@ impl<M> Team<'_, M> {
     /// Writes a message [`in_lines`] to the lines of the step's slot,
     /// each stored with the step, for [`Team::wait_lines`] (and nothing
     /// else) to read. A reader waits for all its lines at once and has the
-    /// data with those misses, where a chunk area costs the miss on the
-    /// writer's `ready` first. For exchanges where every rank writes
-    /// before it reads (an Allreduce): a reader that polls lines the
-    /// writer has yet to write takes each line from it in between (a
-    /// Bcast or Gatherv of 128-168 B got up to 0.12 us slower that way).
+    /// data with those misses, where the slot's data lines cost a second
+    /// miss after its first line's: 2 ranks on cores apart, Open MPI,
+    /// calls back to back, 64-144 B Bcast 0.79-0.82 -> 0.64-0.69 us,
+    /// Gatherv 0.79-0.85 -> 0.63-0.72, no slower on cores that share a
+    /// cache or in the other modes, though a reader early polls lines the
+    /// writer has yet to write (docs/measurements.md).
     pub fn put_lines(&mut self, s: u64, src: &[u8]) {
         debug_assert!(in_lines(src.len()));
         self.slot_writable(s);
@@ -618,17 +614,30 @@ impl<M> Team<'_, M> {
     /// [`Team::put_lines`], as long as `into`) into `into` once there; a
     /// [`Mismatch`] as [`Team::wait_data`] says.
     pub fn wait_lines(&self, r: usize, s: u64, into: &mut [u8]) -> Result<(), Mismatch> {
-        let len = into.len();
+        self.wait_lines_expecting(r, s, into.len(), Expect(None))?;
+        self.copy_lines(r, s, into);
+        Ok(())
+    }
+
+    /// Waits for rank `r`'s message of `len` bytes of step `s` (written
+    /// with [`Team::put_lines`]); a [`Mismatch`] as
+    /// [`Team::wait_data_expecting`] says, for a reader that checks the
+    /// writer's head before it copies ([`Team::copy_lines`]).
+    pub fn wait_lines_expecting(&self, r: usize, s: u64, len: usize, expect: Expect) -> Result<(), Mismatch> {
         debug_assert!(in_lines(len));
-        self.wait_slot(r, s, len.div_ceil(INLINE))?;
-        let lines = (0..len.div_ceil(INLINE)).map(|i| self.seg.slot(r, s, i));
+        self.wait_slot_or(r, s, len.div_ceil(INLINE), || self.shows_other_bytes(r, s, expect))
+    }
+
+    /// Copies rank `r`'s message of step `s` (written with
+    /// [`Team::put_lines`], as long as `into`, waited for) into `into`.
+    pub fn copy_lines(&self, r: usize, s: u64, into: &mut [u8]) {
+        let lines = (0..into.len().div_ceil(INLINE)).map(|i| self.seg.slot(r, s, i));
         for (piece, line) in into.chunks_mut(INLINE).zip(lines) {
             // SAFETY: the line holds piece.len() bytes of step s (acquired
             // above), which the writer leaves alone until this rank is done
             // with s.
             unsafe { std::ptr::copy_nonoverlapping(line.data.as_ptr() as *const u8, piece.as_mut_ptr(), piece.len()) };
         }
-        Ok(())
     }
 
     /// Waits for every other rank's `len` bytes of step `s` (written with

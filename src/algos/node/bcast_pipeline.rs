@@ -8,7 +8,9 @@
 //! past the readers' caches ([`crate::shm::team::STREAM_OUT_FROM`]). The
 //! root copies in with the stores its readers' timings favour
 //! ([`BcastStores`]) and tells them, in its first chunk's step, which it
-//! used.
+//! used. A message of up to `LINES * INLINE` bytes goes in the lines of
+//! the root's slot, which the readers wait for all at once
+//! ([`Team::put_lines`]), where the stores are not chosen.
 //!
 //! Trace, p = 3, root 0, a message of three chunks a b c: the root copies
 //! a into one area and publishes; ranks 1 and 2 copy a out while the root
@@ -28,7 +30,7 @@ use super::{NodeCall, Team};
 use crate::adapt::stores::BcastStores;
 use crate::exec::Combiner;
 use crate::shm::prefetch;
-use crate::shm::team::Mismatch;
+use crate::shm::team::{in_lines, Expect, Mismatch, Via};
 
 /// The pipeline through the chunk areas. `data` is the whole message at
 /// every rank (the root's to send, the others' to fill).
@@ -37,6 +39,9 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(),
     let stream_out = team.streams_out(data.len());
     let stores = BcastStores::start(team, root, data.len());
     let mut streamed = false;
+    // A message that fits a slot's lines travels in them (one chunk),
+    // where the readers do not choose the stores: the same on every rank.
+    let lines = in_lines(data.len()) && !stores.chosen();
     let mut off = 0;
     while off < data.len() {
         let len = chunk.min(data.len() - off);
@@ -49,8 +54,17 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(),
                 team.writable(s);
                 team.set_word(s, STORES, u64::from(tag));
             }
-            team.put_stored(s, &data[off..off + len], stores.streams(team, len));
+            if lines {
+                team.put_lines(s, data);
+            } else {
+                team.put_stored(s, &data[off..off + len], stores.streams(team, len));
+            }
             team.publish(s);
+        } else if lines {
+            prefetch::small(data, prefetch::LONG_WAIT);
+            team.wait_lines_expecting(root, s, len, Expect(None))?;
+            team.check(root, s, Via::Slot, team.mine())?;
+            team.copy_lines(root, s, data);
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);

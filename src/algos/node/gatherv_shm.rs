@@ -5,8 +5,9 @@
 //!   rank decides for its own block from its length and its own buffer,
 //!   so nobody waits for the root's decision. A block that fits a chunk
 //!   area (auto: at most [`COPY_IN_UP_TO`] bytes by default) is copied
-//!   into the owner's area and published, and the owner returns at once;
-//!   the root copies it into place. Beyond three eighths of a chunk
+//!   into the owner's area (up to `LINES * INLINE` bytes, the lines of its
+//!   slot: [`Team::put_lines`]) and published, and the owner returns at
+//!   once; the root copies it into place. Beyond three eighths of a chunk
 //!   ([`WHOLE_UP_TO_PIECES`]) it goes in
 //!   pieces that the root copies out as they land (`put_pieces`): the
 //!   transfer costs the slower of the two copies, not their sum. Such a
@@ -75,7 +76,7 @@ use crate::adapt::stores::{self, ReaderTiming, GATHERV_ROUTES};
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
 use crate::shm::segment::Geometry;
-use crate::shm::team::{Expect, Mismatch, Via};
+use crate::shm::team::{in_lines, Expect, Mismatch, Via};
 use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
@@ -372,6 +373,11 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 if let Err(m) = team.read_pieces(r, s, &mut g.recv[off..off + len], copy_piece(&geo), expect) {
                     mismatch = mismatch.or(Some(m));
                 }
+            } else if in_lines(len) {
+                match team.wait_lines_expecting(r, s, len, expect).and_then(|()| team.check(r, s, Via::Slot, expect)) {
+                    Ok(()) => team.copy_lines(r, s, &mut g.recv[off..off + len]),
+                    Err(m) => mismatch = mismatch.or(Some(m)),
+                }
             } else {
                 let ahead = team.settings.ahead;
                 // An owner that thinks its block direct (its count differs)
@@ -433,6 +439,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         }
         // Every piece is claimed now, so this count is final.
         root_reads = claims.load(Relaxed) & BACK != 0;
+    } else if in_lines(g.send.len()) {
+        team.put_lines(s, g.send);
     } else if in_pieces(&geo, g.send.len()) || team.streams(g.send.len()) {
         team.writable(s);
         let stream = stores::wanted_streams(team, g.root, g.send.len(), g.send.len());
@@ -478,10 +486,11 @@ fn copy_piece(geo: &Geometry) -> usize {
 pub(super) const WHOLE_UP_TO_PIECES: usize = 3;
 
 /// Whether a block of `len` bytes copied in goes in pieces: more than
-/// [`WHOLE_UP_TO_PIECES`], in the chunk area. Owner and root decide alike
-/// from the length.
+/// [`WHOLE_UP_TO_PIECES`], in the chunk area (not in a slot's lines or
+/// data, where a segment's chunk is that small). Owner and root decide
+/// alike from the length.
 fn in_pieces(geo: &Geometry, len: usize) -> bool {
-    len > WHOLE_UP_TO_PIECES * copy_piece(geo) && !geo.in_ring(len)
+    len > WHOLE_UP_TO_PIECES * copy_piece(geo) && !geo.in_ring(len) && !in_lines(len)
 }
 
 /// Whether this rank sends its block from the buffer it sent its last

@@ -4,9 +4,9 @@
 //! (Reduce) waits for the others' chunks and folds them all into its
 //! receive buffer, its own part read from its send buffer. One
 //! synchronisation per chunk.
-//! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK); a chunk
-//!   of up to `LINES * INLINE` bytes travels in the lines of a slot
-//!   instead of a chunk area ([`Team::put_lines`]), and from
+//! - A chunk of up to `LINES * INLINE` bytes travels in the lines of a
+//!   slot instead of a chunk area ([`Team::put_lines`]).
+//! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK), and from
 //!   [`crate::adapt::Adaptation::from`] bytes each rank copies in with the
 //!   stores its timings favour ([`stores`]).
 //! - A Reduce cuts its vector into about four chunks, so that the root
@@ -98,9 +98,9 @@ pub fn flat<C: Combiner + ?Sized>(
     while off < n {
         let len = chunk.min(n - off);
         let s = team.next_step();
-        // Whether an Allreduce's chunk travels in lines ([`Team::put_lines`],
-        // never where the stores are timed; the same on every rank).
-        let lines = root.is_none() && pick.is_none() && crate::shm::team::in_lines(len);
+        // Whether the chunk travels in lines ([`Team::put_lines`], never
+        // where an Allreduce times its stores; the same on every rank).
+        let lines = pick.is_none() && crate::shm::team::in_lines(len);
         if writes_area {
             let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
             match pick {
