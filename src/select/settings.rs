@@ -9,6 +9,7 @@
 use super::config::{accepted_choices, parse_choice, Config, GathervMode, LogLevel, ShmTree, VerifyMode};
 use super::rules::{self, Rules};
 use crate::core::types::Coll;
+use crate::shm::prefetch::AHEAD_FROM;
 
 /// One `PCOLL_*` variable.
 pub struct Setting {
@@ -570,7 +571,12 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "PCOLL_SHM_PREFETCH_OUT",
         accepts: Accepts::Number { min: 0, max: SIZE_MAX, zero: Some("never") },
-        show: |c| c.shm.prefetch_out_from.map_or("`32K` where a probe at start finds that it pays, else `0`".into(), number_text),
+        show: |c| {
+            c.shm.prefetch_out_from.map_or_else(
+                || format!("`{}` where a probe at start finds that it pays, else `0`", number_text(AHEAD_FROM)),
+                number_text,
+            )
+        },
         set: |c, v| {
             c.shm.prefetch_out_from = Some(v.number());
             Ok(())

@@ -107,7 +107,7 @@ pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl
 /// reading them, 12.4 against 15.3 us into flushed lines (sums 5-10%
 /// slower), and at 2 ranks a Gatherv of 32 KiB blocks a quarter slower
 /// (docs/measurements.md). So each process probes once, at its first node
-/// communicator ([`probe`]); a rank's choice concerns its own stores
+/// communicator (`probe`); a rank's choice concerns its own stores
 /// only, so ranks need not agree.
 pub fn probed_from() -> usize {
     static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();

@@ -8,7 +8,7 @@
 //!   into the owner's area (up to `LINES * INLINE` bytes, the lines of its
 //!   slot: [`Team::put_lines`]) and published, and the owner returns at
 //!   once; the root copies it into place. Beyond three eighths of a chunk
-//!   ([`WHOLE_UP_TO_PIECES`]) it goes in
+//!   (`WHOLE_UP_TO_PIECES`) it goes in
 //!   pieces that the root copies out as they land (`put_pieces`): the
 //!   transfer costs the slower of the two copies, not their sum. Such a
 //!   block may go direct instead: one sent from the buffer its owner sent

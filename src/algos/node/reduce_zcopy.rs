@@ -8,13 +8,13 @@
 //! A last step, which every rank publishes once it is done, tells that
 //! every buffer is final and may be handed back. Two synchronisations per
 //! call; each rank moves `2 (p-1)/p n` bytes and combines `n/p`. A Reduce
-//! at 2 ranks up to [`ROOT_TAKES_ALL_UP_TO`] bytes is not partitioned: the
+//! at 2 ranks up to `ROOT_TAKES_ALL_UP_TO` bytes is not partitioned: the
 //! root reads its peer's whole input and combines it (rank 0 straight
 //! into its receive buffer), as a write into the root's buffer, whose
 //! lines the root holds, costs more than the root's read of the same
 //! bytes (2 ranks, hot, Open MPI 5 host, 128 KiB: 10.6-13.2 us against
 //! 11.4-20.7 partitioned, stock 9.2-11.5; docs/measurements.md); nor is
-//! an Allreduce at 2 ranks up to [`BOTH_TAKE_ALL_UP_TO`] bytes, where
+//! an Allreduce at 2 ranks up to `BOTH_TAKE_ALL_UP_TO` bytes, where
 //! both ranks do what such a root does.
 //!
 //! Trace, Allreduce p = 2, vector AB (above 64 KiB): both publish their
