@@ -457,7 +457,7 @@ impl<M> Team<'_, M> {
     /// `s` whose bytes are not `expect`'s: a writer that may itself wait
     /// for this rank before it publishes.
     fn shows_other_bytes(&self, r: usize, s: u64, expect: Expect) -> bool {
-        self.area_head(r, s).is_some_and(|h| expect.0.is_some_and(|bytes| !h.has_bytes(bytes)))
+        expect.0.is_some_and(|bytes| self.area_head(r, s).is_some_and(|h| !h.has_bytes(bytes)))
     }
 
     /// [`Team::wait_data`], ending early with a [`Mismatch`] once `other`.
@@ -572,8 +572,8 @@ impl<M> Team<'_, M> {
     /// miss after its first line's: 2 ranks on cores apart, Open MPI,
     /// calls back to back, 64-144 B Bcast 0.79-0.82 -> 0.64-0.69 us,
     /// Gatherv 0.79-0.85 -> 0.63-0.72, no slower on cores that share a
-    /// cache or in the other modes, though a reader early polls lines the
-    /// writer has yet to write (docs/measurements.md).
+    /// cache or in the other modes, though a reader that comes early polls
+    /// lines the writer has yet to write (docs/measurements.md).
     pub fn put_lines(&mut self, s: u64, src: &[u8]) {
         debug_assert!(in_lines(src.len()));
         self.slot_writable(s);
@@ -634,8 +634,8 @@ impl<M> Team<'_, M> {
         let lines = (0..into.len().div_ceil(INLINE)).map(|i| self.seg.slot(r, s, i));
         for (piece, line) in into.chunks_mut(INLINE).zip(lines) {
             // SAFETY: the line holds piece.len() bytes of step s (acquired
-            // above), which the writer leaves alone until this rank is done
-            // with s.
+            // by the caller's wait_lines_expecting), which the writer leaves
+            // alone until this rank is done with s.
             unsafe { std::ptr::copy_nonoverlapping(line.data.as_ptr() as *const u8, piece.as_mut_ptr(), piece.len()) };
         }
     }
