@@ -159,7 +159,8 @@ impl RootPick {
 /// its `writable` for the call's first step has waited for the root's
 /// `finish` of its previous call, which is when the root sets it. The
 /// root times its calls whose other blocks share a class, from its
-/// arrival to its last copy (2 ranks, cores that share a cache, 8-128
+/// arrival (with hot blocks, the last arrival: see the Gatherv `Route`)
+/// to its last copy (2 ranks, cores that share a cache, 8-128
 /// KiB blocks: about a tenth less time with ordinary stores;
 /// docs/measurements.md). A Bcast reader keeps
 /// the same kind of choice for its root's copies ([`BcastStores`]).
@@ -193,11 +194,14 @@ pub fn wanted_streams<M: Adapting>(team: &Team<'_, M>, root: usize, block: usize
 /// Where the wishes of a rank that reads others' copies start in its line
 /// ([`crate::shm::segment::Control::wishes`]), one per size class: as a
 /// Gatherv root, and as a Bcast reader.
-/// After them, a Gatherv root's routes ([`ReaderChoice::published`]).
+/// After them, a Gatherv root's routes ([`ReaderChoice::published`]): for
+/// blocks new to their owners' caches, and for blocks sent from the
+/// buffer their owner sent the last one from (hot).
 const GATHERV_WISHES: usize = 0;
 const BCAST_WISHES: usize = CLASSES;
 pub const GATHERV_ROUTES: usize = 2 * CLASSES;
-const _: () = assert!(GATHERV_ROUTES + CLASSES <= LINE);
+pub const GATHERV_HOT_ROUTES: usize = 3 * CLASSES;
+const _: () = assert!(GATHERV_HOT_ROUTES + CLASSES <= LINE);
 
 /// At a Gatherv root's arrival, with the others' block lengths: the
 /// call's timing if it chooses (with PCOLL_SHM_ADAPT, ranks no more than
@@ -234,7 +238,12 @@ pub fn reader_end<M: Adapting>(team: &mut Team<'_, M>, timing: ReaderTiming) {
 impl<K: Alternative> ReaderChoice<K> {
     /// Nothing timed yet; classes from `from` bytes.
     pub fn new(from: usize) -> ReaderChoice<K> {
-        ReaderChoice { choice: TimedChoice::new(from), next: [None; CLASSES] }
+        ReaderChoice::with(TimedChoice::new(from))
+    }
+
+    /// A reader's choice by `choice`'s rules.
+    pub fn with(choice: TimedChoice<K>) -> ReaderChoice<K> {
+        ReaderChoice { choice, next: [None; CLASSES] }
     }
 
     /// The size class of calls of `len` bytes.
@@ -254,7 +263,12 @@ impl<K: Alternative> ReaderChoice<K> {
     /// A timed call from now whose largest block is `largest` bytes of
     /// `bytes` in all, by the method published for its class.
     pub fn timing(&mut self, largest: usize, bytes: usize) -> ReaderTiming<K> {
-        ReaderTiming { pick: self.start(largest), largest, bytes, start: Instant::now() }
+        self.timing_since(Instant::now(), largest, bytes)
+    }
+
+    /// As [`ReaderChoice::timing`], for a call timed from `start`.
+    pub fn timing_since(&mut self, start: Instant, largest: usize, bytes: usize) -> ReaderTiming<K> {
+        ReaderTiming { pick: self.start(largest), largest, bytes, start }
     }
 
     /// The method rank `r` has published among `wishes` in its line for
@@ -300,6 +314,17 @@ impl<K: Copy> ReaderTiming<K> {
     /// The method the call is timed for.
     pub fn method(&self) -> K {
         self.pick.method
+    }
+
+    /// Counts the call's time from `start` (the last arrival of the ranks
+    /// whose copies it reads), not from this rank's.
+    pub fn started(&mut self, start: Instant) {
+        self.start = start;
+    }
+
+    /// Whether the call uses the method in use ([`Pick::in_use`]).
+    pub fn in_use(&self) -> bool {
+        self.pick.in_use()
     }
 
     /// The method the call ran by, where it was not the one published

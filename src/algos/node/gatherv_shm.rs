@@ -11,13 +11,11 @@
 //!   (`WHOLE_UP_TO_PIECES`) it goes in
 //!   pieces that the root copies out as they land (`put_pieces`): the
 //!   transfer costs the slower of the two copies, not their sum. Such a
-//!   block may go direct instead: one sent from the buffer its owner sent
-//!   the last one from, and a cold one where its root's timings favour it
-//!   ([`Route`]): lines in cache cost a writer into the
-//!   area, whose lines the root still holds, more than a cross-memory
-//!   copy (2 ranks, Open MPI, 32 KiB back to back: 7.6 us copied in, 4.9
-//!   direct); the root, which publishes its table for such blocks, learns
-//!   the owner's way from its first piece or its publish without one. A larger block
+//!   block may go direct instead, where its root's timings favour it
+//!   ([`Route`], timed apart for blocks sent from the buffer their owner
+//!   sent the last one from); the root, which publishes its table for
+//!   such blocks, learns the owner's way from its first piece or its
+//!   publish without one. A larger block
 //!   (zero copy: every block) goes straight into the root's receive
 //!   buffer, written by its owner once the root has published the
 //!   buffer's address and the layout; all such blocks move
@@ -69,10 +67,11 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
 
 use super::{NodeCall, Team};
-use crate::adapt::choice::Alternative;
-use crate::adapt::stores::{self, ReaderTiming, GATHERV_ROUTES};
+use crate::adapt::choice::{Alternative, TimedChoice};
+use crate::adapt::stores::{self, ReaderChoice, GATHERV_HOT_ROUTES, GATHERV_ROUTES};
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
 use crate::shm::segment::Geometry;
@@ -92,16 +91,22 @@ pub const COPY_IN_UP_TO: usize = 64 << 10;
 /// Which is faster depends on the machine and on whether the buffers are
 /// hot: 2 ranks, cold blocks of 32 KiB in synchronised calls, through
 /// the area 28.5 against 20.2 us straight on a Zen 1 VM, where a Zen 3 VM
-/// took a third less through the area (docs/measurements.md). A block its
-/// owner sent from the same buffer last time (hot) goes direct. For the
-/// others, with PCOLL_SHM_ADAPT, the root times its calls by route per
-/// size class ([`crate::adapt::stores::ReaderChoice`]) and publishes the
+/// took a third less through the area; hot ones back to back, direct 4.9
+/// against 7.6 us on an older VM, 6.0 against 3.0 on the Zen 3 VM, whose
+/// cross-memory copies run at a fifth of memcpy's speed
+/// (docs/measurements.md). So with PCOLL_SHM_ADAPT the root times its
+/// calls by route per size class, separately for blocks their owners
+/// send from the buffer they sent the last one from (hot) and for the
+/// others ([`crate::adapt::stores::ReaderChoice`]), and publishes the
 /// route it wants next in its line of wishes, which owners read; without,
-/// they go through the area. Hot blocks are not timed: a root's time
-/// from its arrival counts its wait for an owner that is behind, which
-/// back to back depends on the route of the call before (2 ranks, hot 32
-/// KiB blocks back to back, rotating roots: the two roots timed opposite
-/// routes faster, and the calls took a fifth longer than direct).
+/// hot blocks go direct and the others through the area. With hot blocks
+/// a root's time counts from the last arrival of the call's ranks (each
+/// owner publishes its arrival): from its own, back to back, it would
+/// count its wait for an owner still on the call before, which depends on
+/// that call's route (2 ranks, hot 32 KiB blocks, rotating roots: the two
+/// roots timed opposite routes faster). With cold ones it counts from its
+/// own, as the stores' timings always did: from the last arrival, calls
+/// started together took 5-10% longer (Open MPI, 32-512 KiB blocks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
     Area,
@@ -121,24 +126,43 @@ impl Alternative for Route {
     const BOTH: [Route; 2] = [Route::Area, Route::Direct];
 }
 
+/// A root's timings of hot blocks' routes, classes from `from` bytes: a
+/// change of route costs the call after it (the other route's lines in
+/// the caches), and single calls through the area after another
+/// library's took 5-15 times as long ([`crate::adapt::choice::OUTLIER`]).
+pub fn hot_route_choice(from: usize) -> ReaderChoice<Route> {
+    ReaderChoice::with(TimedChoice::paying_changes(from).bounded())
+}
+
 /// The routes a root has seen its owners' blocks take in one call.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Seen {
     Nothing,
-    /// Every block so far, each block cold.
-    All(Route),
-    /// Blocks by both routes, or a hot one: the call does not count.
+    /// Every block so far, all hot or all cold.
+    All {
+        route: Route,
+        hot: bool,
+    },
+    /// Blocks by both routes, or hot and cold ones: the call does not count.
     Uncounted,
 }
 
 impl Seen {
     fn and(self, route: Route, hot: bool) -> Seen {
         match self {
-            _ if hot => Seen::Uncounted,
-            Seen::Nothing => Seen::All(route),
-            Seen::All(all) if all == route => self,
+            Seen::Nothing => Seen::All { route, hot },
+            Seen::All { route: r, hot: h } if r == route && h == hot => self,
             _ => Seen::Uncounted,
         }
+    }
+
+    /// Whether the call's time counts for the stores of copies into the
+    /// areas: not all its blocks went direct. Hot and cold blocks share
+    /// the estimates: a hot block through the area with the stores timed
+    /// on cold ones only (streaming) took twice as long as direct (2 ranks,
+    /// 32 KiB, osu mode, Zen 3 VM), with its own timings half as long.
+    fn counts_for_stores(self) -> bool {
+        !matches!(self, Seen::All { route: Route::Direct, .. })
     }
 }
 
@@ -149,46 +173,112 @@ fn routes_timed(team: &Team<'_>, mode: Mode) -> bool {
     mode == Mode::Auto && team.state.memory.adaptation.enabled && !team.settings.oversubscribed
 }
 
+/// The root's timings of its owners' routes for hot or for other blocks,
+/// and where in its line of wishes it publishes them.
+fn route_choice<'t>(team: &'t mut Team<'_>, hot: bool) -> (&'t mut ReaderChoice<Route>, usize) {
+    let memory = &mut team.state.memory;
+    if hot {
+        (&mut memory.gatherv_hot_route, GATHERV_HOT_ROUTES)
+    } else {
+        (&mut memory.gatherv_route, GATHERV_ROUTES)
+    }
+}
+
 /// An owner's route for its block of `len` bytes to `root` (`hot`: sent
 /// from its last buffer again). After [`Team::writable`] for the call's
 /// first step, which orders the root's wish of its last call.
 fn owner_route(team: &Team<'_>, root: usize, len: usize, mode: Mode, hot: bool) -> Route {
-    if hot {
-        Route::Direct
-    } else if routes_timed(team, mode) {
-        team.state.memory.gatherv_route.published(team, root, GATHERV_ROUTES, len)
-    } else {
-        Route::Area
+    let memory = &team.state.memory;
+    match (routes_timed(team, mode), hot) {
+        (true, true) => memory.gatherv_hot_route.published(team, root, GATHERV_HOT_ROUTES, len),
+        (true, false) => memory.gatherv_route.published(team, root, GATHERV_ROUTES, len),
+        (false, true) => Route::Direct,
+        (false, false) => Route::Area,
     }
+}
+
+/// Nanoseconds of the system's clock, which the ranks of a node share:
+/// when an owner arrived, for its root's timing.
+fn clock_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// When a root's timed call starts: at its arrival, or, with hot blocks,
+/// at the latest owner's where that came later.
+struct Arrivals {
+    start: Instant,
+    /// [`clock_ns`] at `start`.
+    start_ns: u64,
+    /// The latest arrival of an owner seen so far ([`clock_ns`]).
+    latest_ns: u64,
+}
+
+impl Arrivals {
+    fn new() -> Arrivals {
+        let start_ns = clock_ns();
+        Arrivals { start: Instant::now(), start_ns, latest_ns: start_ns }
+    }
+
+    /// Rank `r`'s arrival, from its published word (after the acquire of
+    /// its data of step `s`). A word left from an earlier call is older
+    /// than this call's start.
+    fn saw(&mut self, team: &Team<'_>, r: usize, s: u64) {
+        self.latest_ns = self.latest_ns.max(team.word(r, s, ARRIVED));
+    }
+
+    /// When the call's time starts.
+    fn start(&self) -> Instant {
+        self.start + Duration::from_nanos(self.latest_ns - self.start_ns)
+    }
+}
+
+/// A root's call timed by route: its blocks' largest and total bytes.
+struct RouteTiming {
+    largest: usize,
+    bytes: usize,
 }
 
 /// At the root's arrival: the call's timing by route, where routes are
 /// timed and every other block (`blocks`, those not empty) takes a route
 /// (`routed`) and falls in one size class.
 fn route_timing(
-    team: &mut Team<'_>,
+    team: &Team<'_>,
     mode: Mode,
     blocks: impl Iterator<Item = usize> + Clone,
     routed: impl Fn(usize) -> bool,
-) -> Option<ReaderTiming<Route>> {
+) -> Option<RouteTiming> {
     let blocks = blocks.filter(|&len| len > 0);
     let largest = blocks.clone().max()?;
     let choice = &team.state.memory.gatherv_route;
     let class = choice.class(largest);
     let timed = routes_timed(team, mode) && blocks.clone().all(|len| routed(len) && choice.class(len) == class);
-    timed.then(|| team.state.memory.gatherv_route.timing(largest, blocks.sum()))
+    timed.then(|| RouteTiming { largest, bytes: blocks.sum() })
+}
+
+/// Whether a root whose call is timed by route (`timing`) may see a block
+/// go through its owner's area: the route it published for the call's
+/// class, hot or not, says so.
+fn may_go_through_areas(team: &Team<'_>, timing: &RouteTiming) -> bool {
+    let memory = &team.state.memory;
+    let wanted = |choice: &ReaderChoice<Route>, wishes| choice.published(team, team.rank, wishes, timing.largest);
+    wanted(&memory.gatherv_route, GATHERV_ROUTES) == Route::Area
+        || wanted(&memory.gatherv_hot_route, GATHERV_HOT_ROUTES) == Route::Area
 }
 
 /// At the end of a root's timed call, before its `finish`: counts the
-/// time for the route its owners took, if they all took one, and
-/// publishes the route it wants next.
-fn route_end(team: &mut Team<'_>, mut timing: ReaderTiming<Route>, seen: Seen) {
-    let Seen::All(route) = seen else { return };
-    timing.ran_by(route);
-    let wishes = &team.seg.control(team.rank).wishes[GATHERV_ROUTES..];
-    let choice = &mut team.state.memory.gatherv_route;
-    if let Some(change) = choice.end(&timing, wishes) {
-        log::debug!("shm Gatherv of {} B blocks and more to this root, now {change}", choice.class_bytes(&timing));
+/// time from the last arrival for the route its owners took, if they all
+/// took one with blocks all hot or all cold, and publishes the route it
+/// wants next for such blocks.
+fn route_end(team: &mut Team<'_>, timing: RouteTiming, start: Instant, seen: Seen) {
+    let Seen::All { route, hot } = seen else { return };
+    let rank = team.rank;
+    let seg = team.seg;
+    let (choice, at) = route_choice(team, hot);
+    let mut timed = choice.timing_since(start, timing.largest, timing.bytes);
+    timed.ran_by(route);
+    if let Some(change) = choice.end(&timed, &seg.control(rank).wishes[at..]) {
+        let kind = if hot { "hot " } else { "" };
+        log::debug!("shm Gatherv of {kind}{} B blocks and more to this root, now {change}", choice.class_bytes(&timed));
     }
 }
 
@@ -291,8 +381,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let copy_in_up_to = team.state.memory.sizes.gatherv_copy_in_up_to;
     let direct = |len| goes_direct(mode, len, chunk, copy_in_up_to);
     let geo = team.seg.geo;
-    // A block its owner sends either way: direct from a buffer it sent
-    // from last time (hot), else copied in.
+    // A block its owner sends either way, by the route its root wants.
     let either = |len| mode == Mode::Auto && !direct(len) && in_pieces(&geo, len);
     let hot = me != g.root && sent_again(team, g.send);
     let s = team.next_step();
@@ -304,17 +393,26 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     // Other ranks whose data of step s this root has seen, and their routes.
     let (mut seen, mut routes) = (0, Seen::Nothing);
     let len = g.send.len();
+    // When this rank arrived, where its root may time the call with a hot
+    // block (0 elsewhere).
+    let timed_len = len >= team.state.memory.adaptation.from();
+    let arrived = if hot && timed_len && routes_timed(team, mode) { clock_ns() } else { 0 };
     let route = (me != g.root && (direct(len) || either(len))).then(|| {
         team.writable(s);
         owner_route(team, g.root, len, mode, hot)
     });
+    // The root's timed calls start at the last arrival.
+    let mut arrivals = None;
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
         route_timed = route_timing(team, mode, others().map(|(_, (_, len))| len), |len| direct(len) || either(len));
         // The stores count calls whose blocks go through the areas only,
         // so that their explorations fall on such calls.
-        if route_timed.as_ref().is_none_or(|timing| timing.method() == Route::Area) {
+        if route_timed.as_ref().is_none_or(|timing| may_go_through_areas(team, timing)) {
             timing = stores::reader_start(team, others().map(|(_, (_, len))| len));
+        }
+        if timing.is_some() || route_timed.is_some() {
+            arrivals = Some(Arrivals::new());
         }
         // Only ranks with direct blocks wait for step s: without any, the
         // root leaves its flags alone (a reader of them would cost each
@@ -336,7 +434,15 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             let goes_direct = if either(len) {
                 // The owner's first piece, or its publish without pieces.
                 match team.writes_pieces(r, s, expect) {
-                    Ok(pieces) => !pieces,
+                    Ok(true) => {
+                        // The owner's words, set before its first piece.
+                        routes = routes.and(Route::Area, team.word(r, s, HOT) != 0);
+                        if let Some(arrivals) = arrivals.as_mut() {
+                            arrivals.saw(team, r, s);
+                        }
+                        false
+                    }
+                    Ok(false) => true,
                     Err(m) => {
                         mismatch = mismatch.or(Some(m));
                         continue;
@@ -356,6 +462,9 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 let tail = (team.word(r, s, TAIL) as usize).min(len);
                 let hot = team.word(r, s, HOT) != 0;
                 routes = routes.and(if tail == 0 { Route::Direct } else { Route::Area }, hot);
+                if let Some(arrivals) = arrivals.as_mut() {
+                    arrivals.saw(team, r, s);
+                }
                 let head = len - tail;
                 crate::shm::stream::copy_out(
                     &mut g.recv[off + head..off + len],
@@ -369,9 +478,12 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 }
                 team.wait_ready(r, t);
             } else if in_pieces(&geo, len) {
-                routes = routes.and(Route::Area, false);
-                if let Err(m) = team.read_pieces(r, s, &mut g.recv[off..off + len], copy_piece(&geo), expect) {
-                    mismatch = mismatch.or(Some(m));
+                if !either(len) {
+                    routes = routes.and(Route::Area, false);
+                }
+                match team.read_pieces(r, s, &mut g.recv[off..off + len], copy_piece(&geo), expect) {
+                    Ok(()) => arrivals.iter_mut().for_each(|arrivals| arrivals.saw(team, r, s)),
+                    Err(m) => mismatch = mismatch.or(Some(m)),
                 }
             } else if in_lines(len) {
                 match team.wait_lines_expecting(r, s, len, expect).and_then(|()| team.check(r, s, Via::Slot, expect)) {
@@ -387,7 +499,10 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     .wait_data_expecting(r, s, len, expect)
                     .and_then(|data| team.check(r, s, team.via(len, false), expect).map(|()| data))
                 {
-                    Ok(data) => crate::shm::stream::copy_out(&mut g.recv[off..off + len], data, false, ahead),
+                    Ok(data) => {
+                        crate::shm::stream::copy_out(&mut g.recv[off..off + len], data, false, ahead);
+                        arrivals.iter_mut().for_each(|arrivals| arrivals.saw(team, r, s));
+                    }
                     Err(m) => mismatch = mismatch.or(Some(m)),
                 }
             }
@@ -432,6 +547,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
         team.set_word(s, TAIL, tail as u64);
         team.set_word(s, HOT, u64::from(hot));
+        team.set_word(s, ARRIVED, arrived);
         team.publish(s);
         while let Some(piece) = claim(claims, pieces(head, size), End::Front) {
             let at = piece_bytes(piece, size, head);
@@ -444,6 +560,11 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     } else if in_pieces(&geo, g.send.len()) || team.streams(g.send.len()) {
         team.writable(s);
         let stream = stores::wanted_streams(team, g.root, g.send.len(), g.send.len());
+        if route.is_some() {
+            // For the root's timings (see Route).
+            team.set_word(s, HOT, u64::from(hot));
+            team.set_word(s, ARRIVED, arrived);
+        }
         if in_pieces(&geo, g.send.len()) {
             team.put_pieces(s, g.send, copy_piece(&geo), stream);
         } else {
@@ -452,11 +573,19 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     } else {
         team.put(s, g.send);
     }
-    if let Some(timing) = timing.filter(|_| routes != Seen::All(Route::Direct)) {
+    // Hot calls count from the last arrival, cold ones from the root's
+    // own (see Route).
+    let hot_call = matches!(routes, Seen::All { hot: true, .. });
+    let start = arrivals.map(|arrivals| if hot_call { arrivals.start() } else { arrivals.start });
+    // A call that tries the stores not in use does not count for a route,
+    // whose estimate would carry the other stores' cost.
+    let usual_stores = timing.as_ref().is_none_or(|timing| timing.in_use());
+    if let (Some(mut timing), Some(start)) = (timing.filter(|_| routes.counts_for_stores()), start) {
+        timing.started(start);
         stores::reader_end(team, timing);
     }
-    if let Some(timing) = route_timed {
-        route_end(team, timing, routes);
+    if let (Some(timing), Some(start)) = (route_timed.filter(|_| usual_stores), start) {
+        route_end(team, timing, start, routes);
     }
     // Done with both steps (the root has copied every area it waited for,
     // the others read nothing more of the root's), then published: this
@@ -506,11 +635,14 @@ pub const PIECE: usize = 64 << 10;
 
 /// Published words of a direct block's owner (step s): the claims on its
 /// pieces, where its block is, the bytes of its end that went through
-/// its area, and whether it sent from its last buffer again.
+/// its area; and of every owner of a block with a route: whether it sent
+/// from its last buffer again, and when it arrived.
 const CLAIMS: usize = 0;
 const SOURCE: usize = 1;
 const TAIL: usize = 2;
 const HOT: usize = 3;
+/// An owner's arrival ([`clock_ns`]), with a hot block whose route is timed.
+const ARRIVED: usize = 4;
 
 /// The claims word counts pieces taken from the front (owner, high half)
 /// and from the back (root, low half).

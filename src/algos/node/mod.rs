@@ -55,6 +55,9 @@ pub struct NodeMemory {
     /// Gatherv's timings of its owners' routes, as root (classes from
     /// the store choices' [`Adaptation::from`]).
     pub gatherv_route: ReaderChoice<gatherv_shm::Route>,
+    /// The same for blocks sent from the buffer their owner sent the last
+    /// one from (hot).
+    pub gatherv_hot_route: ReaderChoice<gatherv_shm::Route>,
     /// Bcast's timings of its methods, as root (from
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_method: TimedChoice<bcast_timed::Method>,
@@ -80,6 +83,7 @@ impl Default for NodeMemory {
             bcast_buffer: 0,
             reduction_input: 0,
             gatherv_route: ReaderChoice::new(crate::adapt::stores::ADAPT_FROM),
+            gatherv_hot_route: gatherv_shm::hot_route_choice(crate::adapt::stores::ADAPT_FROM),
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
             bcast_way: TimedChoice::paying_changes(bcast_timed::way_classes_from(bcast_timed::TIMED_FROM)),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
@@ -125,6 +129,12 @@ impl NodeMemory {
         let mut lines = self.adaptation.summary();
         lines.extend(
             self.gatherv_route.summary("blocks").into_iter().map(|l| format!("shm Gatherv route as root: {l}")),
+        );
+        lines.extend(
+            self.gatherv_hot_route
+                .summary("blocks")
+                .into_iter()
+                .map(|l| format!("shm Gatherv route of hot blocks as root: {l}")),
         );
         let bcast = self.bcast_way.summary("messages").into_iter().chain(self.bcast_method.summary("messages"));
         lines.extend(bcast.map(|l| format!("shm Bcast as root: {l}")));

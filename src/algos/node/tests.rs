@@ -121,6 +121,7 @@ pub(super) fn test_memory() -> NodeMemory {
     NodeMemory {
         adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
         gatherv_route: crate::adapt::stores::ReaderChoice::new(TEST_ADAPT_FROM),
+        gatherv_hot_route: super::gatherv_shm::hot_route_choice(TEST_ADAPT_FROM),
         ..NodeMemory::new(QueueSettings::default(), TEST_SIZES, true)
     }
 }
@@ -964,15 +965,44 @@ fn back_to_back_rooted_calls_running_ahead_are_exact() {
 /// routes; where ranks outnumber cores, untimed.
 #[test]
 fn adaptive_gathers_put_every_block_in_place_by_either_stores_and_route() {
+    adaptive_gathers(false, |state| {
+        let (stores, routes) =
+            (state.memory.adaptation.gatherv_stores.summary("calls"), state.memory.gatherv_route.summary("calls"));
+        if stores.is_empty() || routes.is_empty() {
+            return Vec::new();
+        }
+        [stores, routes].concat()
+    });
+}
+
+/// The same with every owner sending from one buffer (hot blocks): every
+/// root has timed both routes of hot blocks.
+#[test]
+fn adaptive_gathers_of_hot_blocks_time_both_routes() {
+    adaptive_gathers(true, |state| state.memory.gatherv_hot_route.summary("calls"));
+}
+
+/// The calls of the adaptive Gatherv tests, each owner's block in a new
+/// buffer or (`hot`) in the one it sent the last from.
+fn adaptive_gathers(hot: bool, summary: impl Fn(&TeamState<NodeMemory>) -> Vec<String> + Sync) {
     use super::gatherv_shm::{self as gatherv, Gather};
     use crate::adapt::choice::EXPLORE;
+    thread_local! {
+        /// An owner's one send buffer, with room for its largest block.
+        static SENT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(16 * TEST_ADAPT_FROM));
+    }
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
         // 512-1023 B blocks (4-8 pieces) go through the areas, 2-4 KiB direct.
         let base = if (call / p.min(2)).is_multiple_of(2) { 2 * TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
         let (layout, at) = packed((0..p).map(|_| base + plan.below(base)));
         let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
-        let block: Vec<u8> = (0..layout.blocks[rank].1).map(|i| byte(rank, i)).collect();
+        let fill = |block: &mut Vec<u8>| {
+            block.clear();
+            block.extend((0..layout.blocks[rank].1).map(|i| byte(rank, i)));
+        };
+        let mut block = if hot { SENT.take() } else { Vec::new() };
+        fill(&mut block);
         let mut recv = vec![0xEE; if rank == root { at } else { 0 }];
         let none = Default::default();
         let layout_here = if rank == root { &layout } else { &none };
@@ -981,18 +1011,14 @@ fn adaptive_gathers_put_every_block_in_place_by_either_stores_and_route() {
         if rank == root {
             let want: Vec<u8> =
                 layout.blocks.iter().enumerate().flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i))).collect();
-            assert_eq!(recv, want, "p={p} call={call} root={root}");
+            assert_eq!(recv, want, "p={p} call={call} root={root} hot={hot}");
+        }
+        if hot {
+            SENT.set(block);
         }
     };
     let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, ..TEST_GEO };
-    from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, |state| {
-        let (stores, routes) =
-            (state.memory.adaptation.gatherv_stores.summary("calls"), state.memory.gatherv_route.summary("calls"));
-        if stores.is_empty() || routes.is_empty() {
-            return Vec::new();
-        }
-        [stores, routes].concat()
-    });
+    from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, summary);
 }
 
 /// Every node algorithm of the registry as the library runs it with
