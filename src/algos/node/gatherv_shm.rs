@@ -401,7 +401,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         team.writable(s);
         owner_route(team, g.root, len, mode, hot)
     });
-    // The root's timed calls start at the last arrival.
+    // When the root's timed calls start (see Arrivals).
     let mut arrivals = None;
     if me == g.root {
         let others = || g.layout.blocks.iter().enumerate().filter(|&(r, _)| r != me).map(|(r, b)| (r, *b));
