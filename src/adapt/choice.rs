@@ -56,9 +56,8 @@ pub const EXPLORE: u64 = 64;
 /// 32 KiB Gatherv blocks back to back on a Zen 3 VM: single calls through
 /// the area took 5-15 times their estimate, and a root switched to
 /// direct, twice as slow, 20 times in 0.3 s. A lasting change is followed
-/// all the same, at twice the estimate per call. Not for every choice: on
-/// cold buffers, where calls vary more, bounded Reduce stores lost 5-20%
-/// at 512 KiB in synchronised calls.
+/// all the same, at twice the estimate per call. Only the choice it was
+/// measured for (hot Gatherv routes) is bounded.
 pub const OUTLIER: f64 = 2.0;
 
 /// Where a change of method costs the call after it
