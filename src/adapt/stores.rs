@@ -263,12 +263,7 @@ impl<K: Alternative> ReaderChoice<K> {
     /// A timed call from now whose largest block is `largest` bytes of
     /// `bytes` in all, by the method published for its class.
     pub fn timing(&mut self, largest: usize, bytes: usize) -> ReaderTiming<K> {
-        self.timing_since(Instant::now(), largest, bytes)
-    }
-
-    /// As [`ReaderChoice::timing`], for a call timed from `start`.
-    pub fn timing_since(&mut self, start: Instant, largest: usize, bytes: usize) -> ReaderTiming<K> {
-        ReaderTiming { pick: self.start(largest), largest, bytes, start }
+        ReaderTiming { pick: self.start(largest), largest, bytes, start: Instant::now() }
     }
 
     /// The method rank `r` has published among `wishes` in its line for

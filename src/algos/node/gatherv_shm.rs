@@ -173,25 +173,29 @@ fn routes_timed(team: &Team<'_>, mode: Mode) -> bool {
     mode == Mode::Auto && team.state.memory.adaptation.enabled && !team.settings.oversubscribed
 }
 
-/// The root's timings of its owners' routes for hot or for other blocks,
-/// and where in its line of wishes it publishes them.
-fn route_choice<'t>(team: &'t mut Team<'_>, hot: bool) -> (&'t mut ReaderChoice<Route>, usize) {
-    let memory = &mut team.state.memory;
+/// Where in a root's line of wishes it publishes the routes it wants for
+/// hot or for other blocks.
+fn route_wishes(hot: bool) -> usize {
     if hot {
-        (&mut memory.gatherv_hot_route, GATHERV_HOT_ROUTES)
+        GATHERV_HOT_ROUTES
     } else {
-        (&mut memory.gatherv_route, GATHERV_ROUTES)
+        GATHERV_ROUTES
     }
+}
+
+/// The route rank `r` wants for blocks of `len` bytes, hot or not.
+fn wanted_route(team: &Team<'_>, r: usize, len: usize, hot: bool) -> Route {
+    let memory = &team.state.memory;
+    let choice = if hot { &memory.gatherv_hot_route } else { &memory.gatherv_route };
+    choice.published(team, r, route_wishes(hot), len)
 }
 
 /// An owner's route for its block of `len` bytes to `root` (`hot`: sent
 /// from its last buffer again). After [`Team::writable`] for the call's
 /// first step, which orders the root's wish of its last call.
 fn owner_route(team: &Team<'_>, root: usize, len: usize, mode: Mode, hot: bool) -> Route {
-    let memory = &team.state.memory;
     match (routes_timed(team, mode), hot) {
-        (true, true) => memory.gatherv_hot_route.published(team, root, GATHERV_HOT_ROUTES, len),
-        (true, false) => memory.gatherv_route.published(team, root, GATHERV_ROUTES, len),
+        (true, hot) => wanted_route(team, root, len, hot),
         (false, true) => Route::Direct,
         (false, false) => Route::Area,
     }
@@ -259,10 +263,7 @@ fn route_timing(
 /// go through its owner's area: the route it published for the call's
 /// class, hot or not, says so.
 fn may_go_through_areas(team: &Team<'_>, timing: &RouteTiming) -> bool {
-    let memory = &team.state.memory;
-    let wanted = |choice: &ReaderChoice<Route>, wishes| choice.published(team, team.rank, wishes, timing.largest);
-    wanted(&memory.gatherv_route, GATHERV_ROUTES) == Route::Area
-        || wanted(&memory.gatherv_hot_route, GATHERV_HOT_ROUTES) == Route::Area
+    [false, true].into_iter().any(|hot| wanted_route(team, team.rank, timing.largest, hot) == Route::Area)
 }
 
 /// At the end of a root's timed call, before its `finish`: counts the
@@ -271,12 +272,13 @@ fn may_go_through_areas(team: &Team<'_>, timing: &RouteTiming) -> bool {
 /// wants next for such blocks.
 fn route_end(team: &mut Team<'_>, timing: RouteTiming, start: Instant, seen: Seen) {
     let Seen::All { route, hot } = seen else { return };
-    let rank = team.rank;
-    let seg = team.seg;
-    let (choice, at) = route_choice(team, hot);
-    let mut timed = choice.timing_since(start, timing.largest, timing.bytes);
+    let wishes = &team.seg.control(team.rank).wishes[route_wishes(hot)..];
+    let memory = &mut team.state.memory;
+    let choice = if hot { &mut memory.gatherv_hot_route } else { &mut memory.gatherv_route };
+    let mut timed = choice.timing(timing.largest, timing.bytes);
+    timed.started(start);
     timed.ran_by(route);
-    if let Some(change) = choice.end(&timed, &seg.control(rank).wishes[at..]) {
+    if let Some(change) = choice.end(&timed, wishes) {
         let kind = if hot { "hot " } else { "" };
         log::debug!("shm Gatherv of {kind}{} B blocks and more to this root, now {change}", choice.class_bytes(&timed));
     }
