@@ -49,9 +49,11 @@ reduce nodes=1 shm_partition
 # Bcast: the queue from 8 KiB (2.3 against 2.5 us by the pipeline), and
 # at 2 ranks below 24 KiB on cold buffers, where it beats or ties zero
 # copy (16 KiB sync: 3.75-3.82 against 3.85-4.23 us); from 16 KiB on a
-# root's buffer still in the caches, zero copy (32 KiB, one buffer in a
-# loop: 2.7-3.4 against 4.4-5.6 us), so shm_queue_zcopy, whose root
-# picks by its buffer. From 24 KiB shm, whose root times zero copy
+# root's buffer still in the caches, zero copy on a Xeon VM (32 KiB, one
+# buffer in a loop: 2.7-3.4 against 4.4-5.6 us), the queue on a Zen 3
+# VM (16 KiB: 1.25 against 3.2-3.5), so shm_queue_zcopy, whose root
+# takes the queue for a new buffer and times both ways for its last
+# one. From 24 KiB shm, whose root times zero copy
 # against the queue, and from 256 KiB against the pipeline: on a Xeon VM
 # zero copy won hot and cold (cold, sync, 32 KiB: 5.6-5.9 against
 # 6.9-7.3 us, three hosts), on an EPYC VM the queue did (the same: 4.1

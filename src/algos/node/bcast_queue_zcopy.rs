@@ -1,26 +1,33 @@
 //! Bcast within a node through seed 002's queue, or by zero copy where
 //! the root broadcasts from the buffer of its last Bcast (`shm_queue_zcopy`;
 //! messages of 16-24 KiB at 2 ranks). On buffers that come cold from
-//! memory the queue wins or ties there, on buffers still in the caches
-//! zero copy wins (2 ranks, 16 KiB, cold: 3.75-3.82 against 3.85-4.23
-//! us; 32 KiB, a loop of barrier-separated calls on one buffer: 2.7-3.4
-//! against 4.4-5.6; docs/measurements.md). The root names its way in the
-//! first step, in which it publishes its head anyway; a reader follows
-//! it.
+//! memory the queue wins or ties there (2 ranks, 16 KiB, cold: 3.75-3.82
+//! against 3.85-4.23 us on a Xeon VM; 4.3 against 5.3-6.4 for `shm`'s
+//! timed choice on a Zen 3 VM). On buffers still in the caches zero copy
+//! won on the Xeon VM (32 KiB, a loop of barrier-separated calls on one
+//! buffer: 2.7-3.4 against 4.4-5.6) and the queue on the Zen 3 VM, whose
+//! cross-memory copies run at a fifth of memcpy's speed (16 KiB between
+//! barriers: 1.25 against 3.2-3.5; docs/measurements.md). So, with
+//! PCOLL_SHM_ADAPT, the root times the two ways for such hot messages
+//! ([`super::bcast_timed`]); without, zero copy. The root names its way
+//! in the first step, in which it publishes its head anyway; a reader
+//! follows it.
 //!
-//! Trace, p = 2, root 0, 32 KiB, one buffer every call: the first call
+//! Trace, p = 2, root 0, 20 KiB, one buffer every call: the first call
 //! goes through the queue (the root has no last buffer), the next ones
-//! by zero copy; with a new buffer every call, all through the queue.
+//! the way the root's timings favour (without PCOLL_SHM_ADAPT, zero
+//! copy); with a new buffer every call, all through the queue.
 //!
 //! Limitations: one node, with zero copy; the root judges from its own
 //! buffer only (a reader's cold buffer costs zero copy more than the
 //! queue); where ranks outnumber cores, always the queue (zero copy
 //! needs every rank on a core at once). Memory: the queue's, and one
-//! word per rank for the last buffer. Cost: the chosen way's,
-//! [`super::bcast_queue`] or [`super::bcast_zcopy`].
+//! word per rank for the last buffer, the timings of hot messages. Cost:
+//! the chosen way's, [`super::bcast_queue`] or [`super::bcast_zcopy`].
 //! Seed: 002 (the queue); the choice by the buffer is pcoll's own.
 
 use super::bcast_queue::through_queue;
+use super::bcast_timed::timed_way;
 use super::bcast_zcopy::{copy_across, offer, METHOD};
 use super::{NodeCall, Team};
 use crate::exec::Combiner;
@@ -29,11 +36,16 @@ use crate::shm::team::{Mismatch, Via};
 /// The root's word in the first step: 1 for zero copy, 0 for the queue.
 const ZERO_COPY: u64 = 1;
 
-/// The queue, or zero copy where the root's buffer is its last one. The
-/// team must have [`Team::peers`].
+/// The queue, or where the root's buffer is its last one, zero copy or
+/// (with PCOLL_SHM_ADAPT) the way the root's timings of such messages
+/// favour.
 pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
     let zero_copy = hot && team.peers.is_some() && !team.settings.oversubscribed;
+    if zero_copy && team.state.memory.adaptation.enabled {
+        // A reader there follows the root's word as below.
+        return timed_way(team, data, root, true);
+    }
     as_root_says(team, data, root, zero_copy)
 }
 

@@ -12,7 +12,12 @@
 //!   the other in some state of one VM);
 //! - below, from a sixteenth of it, zero copy against the queue (2 ranks,
 //!   32 KiB, back to back on hot buffers: on a Xeon VM zero copy 2.7-3.4
-//!   against 4.4-5.6 us, on an EPYC VM the queue 3.2 against 4.4).
+//!   against 4.4-5.6 us, on an EPYC VM the queue 3.2 against 4.4), timed
+//!   apart for messages the root broadcasts from its last Bcast's buffer
+//!   (hot; cold, the queue beat zero copy where hot it lost), with each
+//!   call counted for at most twice the estimate
+//!   ([`TimedChoice::bounded`]: one preempted reader otherwise switched
+//!   the way of a barrier-separated loop).
 //!
 //! Both times run from the root's arrival (zero copy, the pipeline) or
 //! the queue's being empty (the queue) to every reader's having its copy,
@@ -28,13 +33,15 @@
 //! and meet at a barrier); from then on the root names the faster, and
 //! the other once in [`crate::adapt::choice::EXPLORE`] calls. Calls of
 //! 32 KiB: warm-up and a timed call through the queue, then zero copy
-//! (its first call after the queue not counted), and so on.
+//! (its first call after the queue not counted), and so on; the same
+//! again for the first call from the root's last buffer.
 //!
 //! Limitations: one node, with zero copy; each root times for itself, per
 //! communicator; a timed pipeline takes a step and a barrier more than
-//! `shm_pipeline`, a timed queue call waits for the readers. Memory: a
-//! few words per size class ([`super::NodeMemory::bcast_method`],
-//! [`super::NodeMemory::bcast_way`]). Cost: the chosen method's, plus the
+//! `shm_pipeline`, a timed queue call waits for the readers; the root
+//! judges hot by its own buffer only. Memory: a few words per size class
+//! ([`super::NodeMemory::bcast_method`], [`super::NodeMemory::bcast_way`],
+//! [`super::NodeMemory::bcast_hot_way`]). Cost: the chosen method's, plus the
 //! other's loss on a few calls in 64.
 //! Seed: none (pcoll's own, from measurements on the development VMs).
 
@@ -45,7 +52,7 @@ use super::bcast_queue::wait_counted_out;
 use super::bcast_queue_zcopy::as_root_says;
 use super::bcast_zcopy::{announce, copy_across, zero_copy, METHOD};
 use super::{NodeCall, Team};
-use crate::adapt::choice::Alternative;
+use crate::adapt::choice::{Alternative, TimedChoice};
 use crate::exec::Combiner;
 use crate::shm::team::Mismatch;
 
@@ -103,6 +110,12 @@ pub fn way_classes_from(timed_from: usize) -> usize {
     (timed_from >> 4).max(1)
 }
 
+/// A root's choice of [`Way`] (one for hot messages, one for the others),
+/// given where it times the pipeline.
+pub fn way_choice(timed_from: usize) -> TimedChoice<Way> {
+    TimedChoice::paying_changes(way_classes_from(timed_from))
+}
+
 /// The queue in use is timed on one call in this many: a timed call's
 /// root waits for its readers, which a queue Bcast's root otherwise does
 /// not (it returns once its copies are in), and that wait is what the
@@ -126,8 +139,11 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     if !team.state.memory.adaptation.enabled {
         return zero_copy(team, data, root);
     }
+    // In either role: a root that read into this buffer in the last call
+    // has it in its caches too.
+    let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
     if n < team.state.memory.bcast_method.from() {
-        return queue_or_zero_copy(team, data, root);
+        return timed_way(team, data, root, hot);
     }
     let pick = (team.rank == root).then(|| team.state.memory.bcast_method.pick(n));
     let s = announce(team, data, root, pick.map(|pick| pick.method))?;
@@ -151,14 +167,16 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     Ok(())
 }
 
-/// Below [`TIMED_FROM`]: the queue or zero copy, as the root's timings
-/// favour; a reader follows the root's word.
-fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
+/// Below [`TIMED_FROM`] (and for `shm_queue_zcopy`'s hot messages): the
+/// queue or zero copy, as the root's timings of `hot` messages (from its
+/// last Bcast's buffer) or of the others favour; a reader follows the
+/// root's word. The team must have [`Team::peers`].
+pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: bool) -> Result<(), Mismatch> {
     if team.rank != root {
         return as_root_says(team, data, root, false);
     }
     let n = data.len();
-    let pick = team.state.memory.bcast_way.pick(n);
+    let pick = team.state.memory.bcast_way(hot).pick(n);
     let queue = pick.method == Way::Queue;
     // Timing zero copy costs nothing: it ends in a step all publish.
     let timed = !queue || pick.sampled(QUEUE_TIMED_EVERY);
@@ -172,9 +190,10 @@ fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Resu
         if queue {
             wait_counted_out(team);
         }
-        let choice = &mut team.state.memory.bcast_way;
+        let choice = team.state.memory.bcast_way(hot);
         if let Some(change) = choice.record(pick, n, start.elapsed()) {
-            log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
+            let kind = if hot { "hot " } else { "" };
+            log::debug!("shm Bcast of {kind}{} B and more from this root, now: {change}", choice.class_bytes(&pick));
         }
     }
     Ok(())

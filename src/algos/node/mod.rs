@@ -64,6 +64,9 @@ pub struct NodeMemory {
     /// Bcast's timings of the queue and zero copy, as root (below
     /// [`Sizes::bcast_timed_from`] bytes).
     pub bcast_way: TimedChoice<bcast_timed::Way>,
+    /// The same for messages the root broadcasts from the buffer of its
+    /// last Bcast (hot).
+    pub bcast_hot_way: TimedChoice<bcast_timed::Way>,
     /// Reduce's and Allreduce's timings of flat and zero copy on hot
     /// buffers, on rank 0 (from [`reduce_flat_zcopy::TIMED_FROM`] bytes).
     pub reduction_way: TimedChoice<reduce_flat_zcopy::Way>,
@@ -85,7 +88,8 @@ impl Default for NodeMemory {
             gatherv_route: ReaderChoice::new(crate::adapt::stores::ADAPT_FROM),
             gatherv_hot_route: gatherv_shm::hot_route_choice(crate::adapt::stores::ADAPT_FROM),
             bcast_method: TimedChoice::new(bcast_timed::TIMED_FROM),
-            bcast_way: TimedChoice::paying_changes(bcast_timed::way_classes_from(bcast_timed::TIMED_FROM)),
+            bcast_way: bcast_timed::way_choice(bcast_timed::TIMED_FROM),
+            bcast_hot_way: bcast_timed::way_choice(bcast_timed::TIMED_FROM).bounded(),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
             adaptation: Adaptation::default(),
         }
@@ -118,9 +122,20 @@ impl NodeMemory {
             queue,
             sizes,
             bcast_method: TimedChoice::new(sizes.bcast_timed_from),
-            bcast_way: TimedChoice::paying_changes(bcast_timed::way_classes_from(sizes.bcast_timed_from)),
+            bcast_way: bcast_timed::way_choice(sizes.bcast_timed_from),
+            bcast_hot_way: bcast_timed::way_choice(sizes.bcast_timed_from).bounded(),
             adaptation: Adaptation::new(adapt, crate::adapt::stores::ADAPT_FROM),
             ..NodeMemory::default()
+        }
+    }
+
+    /// The root's choice of Bcast's way for `hot` messages (from the
+    /// buffer of its last Bcast) or for the others.
+    pub fn bcast_way(&mut self, hot: bool) -> &mut TimedChoice<bcast_timed::Way> {
+        if hot {
+            &mut self.bcast_hot_way
+        } else {
+            &mut self.bcast_way
         }
     }
 
@@ -138,6 +153,12 @@ impl NodeMemory {
         );
         let bcast = self.bcast_way.summary("messages").into_iter().chain(self.bcast_method.summary("messages"));
         lines.extend(bcast.map(|l| format!("shm Bcast as root: {l}")));
+        lines.extend(
+            self.bcast_hot_way
+                .summary("messages")
+                .into_iter()
+                .map(|l| format!("shm Bcast of hot messages as root: {l}")),
+        );
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
         lines
     }

@@ -550,8 +550,40 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
 /// the pipeline, untimed.
 #[test]
 fn timed_broadcasts_deliver_every_byte_with_either_method() {
-    use super::bcast_timed::{timed, way_classes_from};
+    timed_broadcasts(false, super::bcast_timed::timed, |state| {
+        let (large, small) = (state.memory.bcast_method.summary("calls"), state.memory.bcast_way.summary("calls"));
+        if large.is_empty() || small.is_empty() {
+            return Vec::new();
+        }
+        [large, small].concat()
+    });
+}
+
+/// The same with every rank broadcasting from and into one buffer (hot
+/// messages), by `shm` and by `shm_queue_zcopy`: every root has timed
+/// both ways for hot messages.
+#[test]
+fn timed_broadcasts_of_hot_messages_time_both_ways() {
+    use super::bcast_queue_zcopy::queue_or_zero_copy;
+    for run in [super::bcast_timed::timed, queue_or_zero_copy] {
+        timed_broadcasts(true, run, |state| state.memory.bcast_hot_way.summary("calls"));
+    }
+}
+
+/// The calls of the timed Bcast tests, by `run`, each rank's buffer a new
+/// one or (`hot`) the one of its last call.
+fn timed_broadcasts(
+    hot: bool,
+    run: fn(&mut Team<'_>, &mut [u8], usize) -> Result<(), Mismatch>,
+    summary: impl Fn(&TeamState<NodeMemory>) -> Vec<String> + Sync,
+) {
+    use super::bcast_timed::way_classes_from;
     use crate::adapt::choice::EXPLORE;
+    thread_local! {
+        /// A rank's last buffer: its one buffer (`hot`), or kept until the
+        /// next call's is made, so that that one lies elsewhere.
+        static KEPT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(2 * TEST_TIMED_BCAST_FROM));
+    }
     let small_from = way_classes_from(TEST_TIMED_BCAST_FROM);
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let n = match (call / 2) % 2 {
@@ -559,18 +591,22 @@ fn timed_broadcasts_deliver_every_byte_with_either_method() {
             _ => small_from + plan.below(TEST_TIMED_BCAST_FROM - small_from),
         };
         let want: Vec<u8> = (0..n).map(|i| (i * 13 + call) as u8).collect();
-        let mut data = if team.rank == root { want.clone() } else { vec![0xEE; n] };
-        node_call(team, n, |team| timed(team, &mut data, root));
-        let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
-        assert_eq!(data, want, "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root}");
-    };
-    from_two_roots(TEST_GEO, 2 * EXPLORE as usize + 16, Timer::Root, body, |state| {
-        let (large, small) = (state.memory.bcast_method.summary("calls"), state.memory.bcast_way.summary("calls"));
-        if large.is_empty() || small.is_empty() {
-            return Vec::new();
+        let mut data = if hot { KEPT.take() } else { Vec::with_capacity(n) };
+        data.clear();
+        if team.rank == root {
+            data.extend_from_slice(&want);
+        } else {
+            data.resize(n, 0xEE);
         }
-        [large, small].concat()
-    });
+        node_call(team, n, |team| run(team, &mut data, root));
+        let (p, rank, oversubscribed) = (team.size, team.rank, team.settings.oversubscribed);
+        assert_eq!(
+            data, want,
+            "p={p} oversubscribed={oversubscribed} rank={rank} call={call} n={n} root={root} hot={hot}"
+        );
+        KEPT.set(data);
+    };
+    from_two_roots(TEST_GEO, 2 * EXPLORE as usize + 16, Timer::Root, body, summary);
 }
 
 /// A Bcast reader counts each call's time for the stores the root tagged
@@ -726,13 +762,15 @@ fn gathers_of_blocks_sent_either_way_are_exact() {
 }
 
 /// `shm_queue_zcopy`: a root that broadcasts from its last call's buffer
-/// takes zero copy, else the queue, and the readers follow its word.
-/// Ranks switch at random between one buffer and fresh ones, roots
-/// rotate, ranks drift apart, every message is exact, and both ways ran.
+/// takes the way its timings of such calls favour (zero copy or the
+/// queue), else the queue, and the readers follow its word. Ranks switch
+/// at random between one buffer and fresh ones, roots rotate, ranks drift
+/// apart, every message is exact, and roots broadcast from both kinds of
+/// buffer.
 #[test]
 fn broadcasts_through_the_queue_or_by_zero_copy_are_exact() {
     use super::bcast_queue_zcopy::queue_or_zero_copy;
-    let ways = std::sync::Mutex::new([0usize; 2]);
+    let kinds = std::sync::Mutex::new([0usize; 2]);
     for p in [2, 3, 5] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(p as u64 * 7 + rank as u64);
@@ -748,7 +786,7 @@ fn broadcasts_through_the_queue_or_by_zero_copy_are_exact() {
                 let again = super::same_buffer_again(&mut last, data.as_ptr());
                 if rank == root {
                     data.copy_from_slice(&want);
-                    ways.lock().unwrap()[again as usize] += 1;
+                    kinds.lock().unwrap()[again as usize] += 1;
                 }
                 jitter(&mut rng);
                 node_call(team, n, |team| queue_or_zero_copy(team, data, root));
@@ -756,8 +794,8 @@ fn broadcasts_through_the_queue_or_by_zero_copy_are_exact() {
             }
         });
     }
-    let [queue, zero_copy] = *ways.lock().unwrap();
-    assert!(queue > 50 && zero_copy > 50, "both ways: {queue} through the queue, {zero_copy} by zero copy");
+    let [cold, hot] = *kinds.lock().unwrap();
+    assert!(cold > 50 && hot > 50, "both kinds: {cold} from a new buffer, {hot} from the last one");
 }
 
 /// `shm_flat_zcopy`: zero copy where every rank reduces from its last
