@@ -458,7 +458,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Bcast,
         "shm_queue_zcopy",
-        "one node: the queue, or zero copy where the root sends from its last Bcast's buffer (hot)",
+        "one node: the queue, or where the root sends from its last Bcast's buffer (hot), zero copy or the queue as its timings favour",
         node::bcast_queue_zcopy::run,
         node::on_one_node_zero_copy,
     )
