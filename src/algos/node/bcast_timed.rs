@@ -14,7 +14,8 @@
 //!   32 KiB, back to back on hot buffers: on a Xeon VM zero copy 2.7-3.4
 //!   against 4.4-5.6 us, on an EPYC VM the queue 3.2 against 4.4), timed
 //!   apart for messages the root broadcasts from its last Bcast's buffer
-//!   (hot; cold, the queue beat zero copy where hot it lost), with each
+//!   (hot: on the Xeon VM zero copy won them where the queue won cold
+//!   ones, 16-32 KiB; see [`super::bcast_queue_zcopy`]), with each
 //!   call counted for at most twice the estimate
 //!   ([`TimedChoice::bounded`]: one preempted reader otherwise switched
 //!   the way of a barrier-separated loop).
