@@ -70,6 +70,9 @@ pub struct NodeMemory {
     /// Reduce's and Allreduce's timings of flat and zero copy on hot
     /// buffers, on rank 0 (from [`reduce_flat_zcopy::TIMED_FROM`] bytes).
     pub reduction_way: TimedChoice<reduce_flat_zcopy::Way>,
+    /// Reduce's and Allreduce's runs of calls, flat or voting, agreed
+    /// with rank 0.
+    pub reduction_runs: reduce_flat_zcopy::Runs,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
 }
@@ -91,6 +94,7 @@ impl Default for NodeMemory {
             bcast_way: bcast_timed::way_choice(bcast_timed::TIMED_FROM),
             bcast_hot_way: bcast_timed::way_choice(bcast_timed::TIMED_FROM).bounded(),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
+            reduction_runs: reduce_flat_zcopy::Runs::default(),
             adaptation: Adaptation::default(),
         }
     }
@@ -160,6 +164,10 @@ impl NodeMemory {
                 .map(|l| format!("shm Bcast of hot messages as root: {l}")),
         );
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
+        let flat_runs = self.reduction_runs.flat_without_vote;
+        if flat_runs > 0 {
+            lines.push(format!("shm_flat_zcopy: {flat_runs} calls flat without a vote (rank 0's timings favour flat)"));
+        }
         lines
     }
 }

@@ -18,10 +18,12 @@
 //! is bitwise the same either way.
 //!
 //! Limitations: one node; a rank judges its buffer by its address only
-//! (a buffer reused after the caches lost it counts as hot). Memory: the
-//! two ways', and one word per rank for the last input. Cost: the chosen
-//! way's ([`super::reduce_flat`], [`super::reduce_zcopy`]); the flat way
-//! pays the vote's synchronisation on top.
+//! (a buffer reused after the caches lost it counts as hot); a flat run
+//! follows a change of rank 0's timings only at its end. Memory: the two
+//! ways', one word per rank for the last input, and a count per size
+//! class. Cost: the chosen way's ([`super::reduce_flat`],
+//! [`super::reduce_zcopy`]); the flat way pays the vote's
+//! synchronisation on top, except within a flat run.
 //!
 //! Where a machine's cross-memory attach is slow, hot buffers do not
 //! make zero copy pay: on an EPYC VM (Firecracker, nested paging) a
@@ -36,6 +38,16 @@
 //! alternated, each paying for the change (8 KiB: 2.9 us, against 1.9
 //! flat and 2.9 by zero copy alone).
 //!
+//! Where rank 0's timings favour flat, the vote's step alone cost a hot
+//! call a fifth of its time against `shm_flat` (Zen 3 VM, 2 ranks, 8 KiB
+//! Allreduce: 2.2-2.8 us against 1.8-2.3). So calls come in runs of
+//! [`RUN`] per size class, alike on every rank (every rank sees the same
+//! sizes): the run's first call agrees, rank 0 saying in the vote's step
+//! whether the run goes flat (flat is in use in its timings); if so the
+//! run's other calls go flat with no vote, rank 0 timing nothing. A class
+//! whose timings explore zero copy, or favour it, votes on every call of
+//! the run, as above.
+//!
 //! Seed: 003 (the zero-copy partitioning); the choice by the buffers is
 //! pcoll's own.
 
@@ -44,9 +56,9 @@ use std::time::Instant;
 
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
-use super::reduction::publish_vectors_voting;
+use super::reduction::{publish_vectors_voting, Vote};
 use super::{NodeCall, Team};
-use crate::adapt::choice::Alternative;
+use crate::adapt::choice::{size_class, Alternative, CLASSES};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::team::Mismatch;
 
@@ -73,6 +85,31 @@ impl fmt::Display for Way {
 /// smallest zero-copy reduction (8 KiB at 2 ranks).
 pub const TIMED_FROM: usize = 8 << 10;
 
+/// Calls of a size class from one agreement on flat runs to the next: a
+/// run that goes flat saves the vote on all its calls but the first, and
+/// a change of rank 0's timings waits for the run's end (16: at most 15
+/// calls the other way).
+pub const RUN: u32 = 16;
+
+/// The runs of calls, the same on every rank: per size class, its calls
+/// so far and whether its current run goes flat.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Runs {
+    calls: [u32; CLASSES],
+    flat: [bool; CLASSES],
+    /// Calls that went flat within a flat run, with no vote.
+    pub flat_without_vote: u64,
+}
+
+impl Runs {
+    /// Counts a call of size class `class`; whether it opens a run.
+    fn opens(&mut self, class: usize) -> bool {
+        let call = self.calls[class];
+        self.calls[class] = call.wrapping_add(1);
+        call.is_multiple_of(RUN)
+    }
+}
+
 /// Zero copy where every rank reduces from its last input buffer again
 /// (and can, and, adapting, the deciding rank's timings favour zero
 /// copy), else flat; returns the way taken.
@@ -87,11 +124,24 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     let len = input.len();
     let hot = super::same_buffer_again(&mut team.state.memory.reduction_input, input.as_ptr());
     let memory = &mut team.state.memory;
+    let class = size_class(TIMED_FROM, len);
+    let opens = memory.reduction_runs.opens(class);
+    if !opens && memory.reduction_runs.flat[class] {
+        memory.reduction_runs.flat_without_vote += 1;
+        flat(team, bufs, unit, root, combiner)?;
+        return Ok(Way::Flat);
+    }
     let decides = team.rank == 0 && memory.adaptation.enabled;
     let pick = decides.then(|| memory.reduction_way.pick(len));
     let favoured = pick.is_none_or(|pick| pick.method == Way::ZeroCopy);
     let vote = hot && favoured && team.peers.is_some() && !team.settings.oversubscribed;
-    let (s, zero_copy) = publish_vectors_voting(team, bufs, vote)?;
+    // Rank 0's word on the run: flat where flat is its class's method in
+    // use (not while it tries zero copy).
+    let flat_run = opens.then(|| pick.is_some_and(|pick| pick.method == Way::Flat && pick.in_use()));
+    let Vote { step: s, zero_copy, flat_run } = publish_vectors_voting(team, bufs, vote, flat_run)?;
+    if opens {
+        team.state.memory.reduction_runs.flat[class] = flat_run;
+    }
     // From the moment all have voted: their lateness is no way's.
     let start = Instant::now();
     let way = if zero_copy {

@@ -85,41 +85,67 @@ pub(crate) fn slice_bytes(i: usize, p: usize, len: usize, unit: usize) -> Range<
 }
 
 /// Published words of the zero-copy reduction: where a rank's vectors
-/// are, and its vote for zero copy ([`publish_vectors_voting`]).
+/// are, its vote for zero copy, and in an agreeing call rank 0's word on
+/// the run of calls it opens ([`publish_vectors_voting`]).
 pub(crate) const INPUT: usize = 0;
 pub(crate) const OUTPUT: usize = 1;
 const VOTE: usize = 2;
+const FLAT_RUN: usize = 3;
 
 /// Zero copy's first step: publish where this rank's input and output
 /// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
 /// has. Returns the step, which stays open while peers read those words.
 pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> Result<u64, Mismatch> {
-    publish_vectors_voting(team, bufs, true).map(|(s, _)| s)
+    publish_vectors_voting(team, bufs, true, None).map(|vote| vote.step)
+}
+
+/// What [`publish_vectors_voting`] tells every rank alike.
+pub(crate) struct Vote {
+    /// The published step, open while peers read its words.
+    pub step: u64,
+    /// Every rank voted for zero copy.
+    pub zero_copy: bool,
+    /// In an agreeing call: rank 0 said the calls up to the next one go
+    /// flat, with no vote.
+    pub flat_run: bool,
 }
 
 /// [`publish_vectors`] with this rank's vote for zero copy; also returns
-/// whether every rank voted for it, which every rank learns alike. A rank
-/// that votes against knows the answer and waits for no one: where every
-/// rank does, the vote costs no synchronisation.
+/// whether every rank voted for it. A rank that votes against knows the
+/// answer and waits for no one: where every rank does, the vote costs no
+/// synchronisation. In an agreeing call (`flat_run` given) rank 0 also
+/// publishes its `flat_run`, and every rank waits for rank 0's step to
+/// learn it (the others' `flat_run` counts for nothing).
 pub(crate) fn publish_vectors_voting(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
     vote: bool,
-) -> Result<(u64, bool), Mismatch> {
+    flat_run: Option<bool>,
+) -> Result<Vote, Mismatch> {
     let s = team.next_step();
     team.writable(s);
     team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
     team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
     team.set_word(s, VOTE, u64::from(vote));
-    team.publish(s);
-    if !vote {
-        return Ok((s, false));
+    if let Some(flat_run) = flat_run.filter(|_| team.rank == 0) {
+        team.set_word(s, FLAT_RUN, u64::from(flat_run));
     }
-    team.wait_all_ready(s);
-    // Every rank checks every head before any touches another's vector:
-    // all see the same heads, so all go on or all stop.
-    team.check_others(s, Via::Area)?;
-    Ok((s, (0..team.size).all(|r| team.word(r, s, VOTE) == 1)))
+    team.publish(s);
+    let zero_copy = if vote {
+        team.wait_all_ready(s);
+        // Every rank checks every head before any touches another's
+        // vector: all see the same heads, so all go on or all stop.
+        team.check_others(s, Via::Area)?;
+        (0..team.size).all(|r| team.word(r, s, VOTE) == 1)
+    } else {
+        if flat_run.is_some() && team.rank != 0 {
+            team.wait_ready(0, s);
+            team.check(0, s, Via::Area, team.mine())?;
+        }
+        false
+    };
+    let flat_run = flat_run.is_some() && team.word(0, s, FLAT_RUN) == 1;
+    Ok(Vote { step: s, zero_copy, flat_run })
 }
 
 /// Bytes `at..at + len` of this rank's input, for a fold whose output is

@@ -871,6 +871,70 @@ fn reductions_flat_or_by_zero_copy_are_exact() {
     }
 }
 
+/// `shm_flat_zcopy` in runs: where rank 0's timings favour flat, a run's
+/// calls after its first go flat with no vote, every rank alike. Rank 0's
+/// timings of two size classes are made to favour flat, one of them (`a`)
+/// three calls before it explores zero copy: its first run goes flat, the
+/// second votes on every call (the exploration: three calls by zero
+/// copy), the third goes flat again; the other class's runs all go flat.
+/// Hot buffers, Reduce and Allreduce alternate, roots rotate, results
+/// exact.
+#[test]
+fn reductions_in_flat_runs_skip_the_vote() {
+    use super::reduce_flat_zcopy::{flat_or_zero_copy, Way, RUN};
+    use crate::adapt::choice::{EXPLORE, EXPLORING_AFTER_CHANGE};
+    use std::time::Duration;
+    let runs = 3 * RUN as usize;
+    // Elements of the two classes' vectors: 8 KiB and 16 KiB and more.
+    let (a, b) = (100, 2100);
+    let memory = || {
+        let mut memory = test_memory();
+        let calls_before_exploring = (EXPLORE - EXPLORING_AFTER_CHANGE) as usize;
+        for (count, calls) in [(a, calls_before_exploring - 1), (b, 8)] {
+            let choice = &mut memory.reduction_way;
+            for _ in 0..calls {
+                let pick = choice.pick(count * 8);
+                let ns_per_byte = if pick.method == Way::Flat { 1 } else { 1 << 20 };
+                choice.record(pick, count * 8, Duration::from_nanos(ns_per_byte * count as u64 * 8));
+            }
+        }
+        memory
+    };
+    for p in [2, 3] {
+        let seen = std::sync::Mutex::new(Vec::new());
+        on_threads_with(p, TEST_GEO, TEST_SETTINGS, memory, |rank, team| {
+            let mut rng = Rng(p as u64 * 7 + rank as u64);
+            let mut send = vec![0u8; b * 8];
+            let mut recv = vec![0u8; b * 8];
+            let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+            let mut zero_copy = [0; 2];
+            for call in 0..2 * runs {
+                let (class, count) = if call % 2 == 0 { (0, a) } else { (1, b) };
+                let root = (call % 4 < 2).then_some(call % p);
+                send[..count * 8].copy_from_slice(&vector(p, rank, count));
+                let op = Interval { combined: AtomicU64::new(0) };
+                let mut bufs =
+                    Buffers { send: Some(&send[..count * 8]), recv: &mut recv[..count * 8], scratch: &mut scratch };
+                jitter(&mut rng);
+                let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, &op));
+                zero_copy[class] += usize::from(way == Way::ZeroCopy);
+                if root.is_none_or(|r| r == rank) {
+                    for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
+                        let got = u64::from_le_bytes(e.try_into().unwrap());
+                        assert_eq!(got, expected(p, j), "p={p} call={call} rank={rank} root={root:?} element {j}");
+                    }
+                }
+            }
+            seen.lock().unwrap().push((zero_copy, team.state.memory.reduction_runs.flat_without_vote));
+        });
+        let flat_calls = RUN as u64 - 1;
+        let want = ([EXPLORING_AFTER_CHANGE as usize, 0], 2 * flat_calls + 3 * flat_calls);
+        for got in seen.into_inner().unwrap() {
+            assert_eq!(got, want, "p={p}: calls by zero copy per class, and flat without a vote");
+        }
+    }
+}
+
 /// Calls far apart on one communicator: a head tells its call by the low
 /// bits of the call's number, which repeat every 2^20 calls, and a place a
 /// rank has not written since (a chunk area after small messages, or one
