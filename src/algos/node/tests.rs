@@ -885,7 +885,7 @@ fn reductions_in_flat_runs_skip_the_vote() {
     use crate::adapt::choice::{EXPLORE, EXPLORING_AFTER_CHANGE};
     use std::time::Duration;
     let runs = 3 * RUN as usize;
-    // Elements of the two classes' vectors: 8 KiB and 16 KiB and more.
+    // Elements of a vector of each class: below 16 KiB, and 16-32 KiB.
     let (a, b) = (100, 2100);
     let memory = || {
         let mut memory = test_memory();
