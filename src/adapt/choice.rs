@@ -127,6 +127,12 @@ impl<K> Pick<K> {
     pub fn in_use(&self) -> bool {
         self.update == Update::Average
     }
+
+    /// Whether the call is the last of an exploration of the method not
+    /// in use.
+    pub fn ends_exploration(&self) -> bool {
+        self.update == Update::Explore && self.call % EXPLORE == EXPLORE - 1
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -240,6 +246,18 @@ impl<K: Alternative> TimedChoice<K> {
         let changed = c.last.replace(method.index()) != Some(method.index());
         let update = if changed && self.exploring > 1 { Update::Skip } else { update };
         Pick { class, call, method, update }
+    }
+
+    /// `pick`, the class's last, made an exploration of the method not in
+    /// use if it used the method in use; None if it did not. For a choice
+    /// whose calls come mostly where another choice explores, so that its
+    /// own explorations are too rare to keep its estimates current.
+    pub fn exploring_instead(&mut self, pick: Pick<K>) -> Option<Pick<K>> {
+        let c = &mut self.classes[pick.class];
+        let best = c.preferred::<K>().filter(|_| pick.in_use())?;
+        let method = best.other();
+        c.last = Some(method.index());
+        Some(Pick { method, update: Update::Explore, ..pick })
     }
 
     /// Counts a call's `took` for `len` bytes; returns the class's new
@@ -410,6 +428,35 @@ mod tests {
             assert_eq!(timed, !routine || call % 8 == 0, "call {call}: {way}");
         }
         assert!(sampled.iter().any(|&(way, timed)| way == Way::A && timed), "explorations are timed");
+    }
+
+    #[test]
+    fn a_call_in_use_made_an_exploration_moves_the_other_estimate() {
+        let mut choice = TimedChoice::new(FROM);
+        // B is in use; A's estimate is stale at 0.3, A now takes 0.1.
+        run(&mut choice, 1 << 20, 3, |s, _| if s == Way::B { 0.2 } else { 0.3 });
+        let pick = choice.pick(1 << 20);
+        assert_eq!((pick.method, pick.in_use()), (Way::B, true));
+        let pick = choice.exploring_instead(pick).expect("a call in use");
+        assert_eq!((pick.method, pick.in_use()), (Way::A, false));
+        assert!(choice.exploring_instead(pick).is_none(), "an exploration stays one");
+        choice.record(pick, 1 << 20, Duration::from_nanos((0.1 * (1 << 20) as f64) as u64));
+        assert_eq!(choice.pick(1 << 20).method, Way::A, "halfway from 0.3 to 0.1 is below 0.2");
+    }
+
+    #[test]
+    fn the_last_call_of_an_exploration_says_so() {
+        let mut choice: TimedChoice<Way> = TimedChoice::paying_changes(FROM);
+        let mut ends = Vec::new();
+        for call in 0..2 * EXPLORE {
+            let pick = choice.pick(1 << 20);
+            let ns = if pick.method == Way::B { 0.2 } else { 0.3 };
+            choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
+            if pick.ends_exploration() {
+                ends.push(call);
+            }
+        }
+        assert_eq!(ends, [EXPLORE - 1, 2 * EXPLORE - 1]);
     }
 
     #[test]

@@ -197,7 +197,7 @@ pub fn wanted_streams<M: Adapting>(team: &Team<'_, M>, root: usize, block: usize
 /// After them, a Gatherv root's routes ([`ReaderChoice::published`]): for
 /// blocks new to their owners' caches, and for blocks sent from the
 /// buffer their owner sent the last one from (hot).
-const GATHERV_WISHES: usize = 0;
+pub const GATHERV_WISHES: usize = 0;
 const BCAST_WISHES: usize = CLASSES;
 pub const GATHERV_ROUTES: usize = 2 * CLASSES;
 pub const GATHERV_HOT_ROUTES: usize = 3 * CLASSES;
@@ -292,6 +292,23 @@ impl<K: Alternative> ReaderChoice<K> {
             wishes[class].store(method, Relaxed);
         }
         change
+    }
+
+    /// Whether this rank's next call of `len` bytes, as published, ends
+    /// an exploration.
+    pub fn next_ends_exploration(&self, len: usize) -> bool {
+        self.next[self.class(len)].is_some_and(|pick| pick.ends_exploration())
+    }
+
+    /// Makes this rank's next call of `len` bytes, as published, try the
+    /// method not in use, and publishes that among `wishes`.
+    pub fn explore_next(&mut self, len: usize, wishes: &[AtomicU8]) {
+        let class = self.class(len);
+        if let Some(pick) = self.next[class].and_then(|next| self.choice.exploring_instead(next)) {
+            self.next[class] = Some(pick);
+            // Relaxed: as in `end`.
+            wishes[class].store(pick.method.index() as u8, Relaxed);
+        }
     }
 
     /// The lower bound of the bytes of `timing`'s class, for logs.

@@ -282,6 +282,19 @@ fn route_end(team: &mut Team<'_>, timing: RouteTiming, start: Instant, seen: See
         let kind = if hot { "hot " } else { "" };
         log::debug!("shm Gatherv of {kind}{} B blocks and more to this root, now {change}", choice.class_bytes(&timed));
     }
+    // The stores count calls through the areas only: where the route in
+    // use is direct, those are the route's explorations, and the stores'
+    // own, one in 64 of them, came too seldom to refresh the estimate of
+    // the stores not in use; the area, tried with the slower stores, kept
+    // losing (2 ranks, hot blocks back to back, Intel MPI, vCPUs apart:
+    // 32 KiB 4.3-4.6 us, 3.9-4.1 with this; 64 KiB 7.7-8.6, 6.3-6.6). So
+    // the last call of a route's exploration through the areas tries the
+    // other stores.
+    if choice.next_ends_exploration(timing.largest) && wanted_route(team, team.rank, timing.largest, hot) == Route::Area
+    {
+        let wishes = &team.seg.control(team.rank).wishes[stores::GATHERV_WISHES..];
+        team.state.memory.adaptation.gatherv_stores.explore_next(timing.largest, wishes);
+    }
 }
 
 /// How blocks travel.
