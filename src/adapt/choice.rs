@@ -337,6 +337,16 @@ mod tests {
         used.iter().filter(|&&s| s == way).count()
     }
 
+    /// Records a call of 1 MiB that took `ns` per byte.
+    fn record_mib(choice: &mut TimedChoice<Way>, pick: Pick<Way>, ns: f64) {
+        choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
+    }
+
+    /// Records a call of 1 MiB at B's 0.2 ns per byte or A's 0.3.
+    fn record_b_cheaper(choice: &mut TimedChoice<Way>, pick: Pick<Way>) {
+        record_mib(choice, pick, if pick.method == Way::B { 0.2 } else { 0.3 });
+    }
+
     #[test]
     fn warms_up_tries_both_then_keeps_the_cheaper_exploring_once_in_64() {
         let mut choice = TimedChoice::new(FROM);
@@ -399,7 +409,7 @@ mod tests {
                 (Way::A, true) => 0.3,
                 (Way::B, true) => 0.2,
             };
-            choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
+            record_mib(&mut choice, pick, ns);
             used.push(way);
         }
         assert_eq!(used[..4], [Way::A, Way::A, Way::B, Way::B], "both tried, each counted in a row");
@@ -417,8 +427,7 @@ mod tests {
             let pick = choice.pick(1 << 20);
             sampled.push((pick.method, pick.sampled(8)));
             if pick.sampled(8) {
-                let ns = if pick.method == Way::B { 0.2 } else { 0.3 };
-                choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
+                record_b_cheaper(&mut choice, pick);
             }
         }
         // Warm-up and trials: timed whatever their index.
@@ -440,22 +449,20 @@ mod tests {
         let pick = choice.exploring_instead(pick).expect("a call in use");
         assert_eq!((pick.method, pick.in_use()), (Way::A, false));
         assert!(choice.exploring_instead(pick).is_none(), "an exploration stays one");
-        choice.record(pick, 1 << 20, Duration::from_nanos((0.1 * (1 << 20) as f64) as u64));
+        record_mib(&mut choice, pick, 0.1);
         assert_eq!(choice.pick(1 << 20).method, Way::A, "halfway from 0.3 to 0.1 is below 0.2");
     }
 
     #[test]
     fn the_last_call_of_an_exploration_says_so() {
         let mut choice: TimedChoice<Way> = TimedChoice::paying_changes(FROM);
-        let mut ends = Vec::new();
-        for call in 0..2 * EXPLORE {
-            let pick = choice.pick(1 << 20);
-            let ns = if pick.method == Way::B { 0.2 } else { 0.3 };
-            choice.record(pick, 1 << 20, Duration::from_nanos((ns * (1 << 20) as f64) as u64));
-            if pick.ends_exploration() {
-                ends.push(call);
-            }
-        }
+        let ends: Vec<u64> = (0..2 * EXPLORE)
+            .filter(|_| {
+                let pick = choice.pick(1 << 20);
+                record_b_cheaper(&mut choice, pick);
+                pick.ends_exploration()
+            })
+            .collect();
         assert_eq!(ends, [EXPLORE - 1, 2 * EXPLORE - 1]);
     }
 
