@@ -89,7 +89,7 @@ impl<H: Host> Combiner for Combine<H> {
         match *self {
             Combine::Native(kernel) => (kernel.into)(first, second, out),
             Combine::Host { .. } => {
-                out.copy_from_slice(second);
+                crate::exec::copy::copy(out, second);
                 self.combine(first, out);
             }
         }

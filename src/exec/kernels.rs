@@ -281,7 +281,7 @@ fn into<T: Lanes, O: Op<T>>(first: &[u8], second: &[u8], out: &mut [u8]) {
     if T::PADDED {
         // Padding is not part of the value: keep the second operand's, as
         // the in-place form keeps the destination's.
-        out.copy_from_slice(second);
+        super::copy::copy(out, second);
     }
     for ((a, b), o) in first.chunks_exact(T::W).zip(second.chunks_exact(T::W)).zip(out.chunks_exact_mut(T::W)) {
         O::apply(T::load(a), T::load(b)).store(o);

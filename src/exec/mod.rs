@@ -3,6 +3,7 @@
 //! here. Pure safe Rust: the transport owns anything unsafe.
 
 pub mod calibrate;
+pub mod copy;
 pub mod kernels;
 pub mod verify;
 
@@ -129,7 +130,7 @@ pub trait Combiner {
 
     /// `out = first ∘ second`; `out` shares no byte with either operand.
     fn combine_into(&self, first: &[u8], second: &[u8], out: &mut [u8]) {
-        out.copy_from_slice(second);
+        copy::copy(out, second);
         self.combine(first, out);
     }
 
@@ -154,7 +155,7 @@ pub fn apply_local<C: Combiner + ?Sized>(bufs: &mut Buffers<'_>, local: &Local, 
         Local::Copy { src, dst } => {
             if bufs.resolve(src) != bufs.resolve(dst) {
                 let ([from], to) = bufs.operands([src], dst);
-                to.copy_from_slice(from);
+                copy::copy(to, from);
             }
         }
         Local::Reduce { src, dst } => {

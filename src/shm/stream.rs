@@ -17,7 +17,7 @@ pub fn copy_with(dst: &mut [u8], src: &[u8], stream: bool) {
     if stream {
         copy(dst, src);
     } else {
-        dst.copy_from_slice(src);
+        crate::exec::copy::copy(dst, src);
     }
 }
 
@@ -29,7 +29,7 @@ pub fn copy_out(dst: &mut [u8], src: &[u8], stream: bool, ahead: super::prefetch
     if stream {
         copy(dst, src);
     } else {
-        super::prefetch::ahead_of_stores(dst, 1, ahead, |range, dst| dst.copy_from_slice(&src[range]));
+        super::prefetch::ahead_of_stores(dst, 1, ahead, |range, dst| crate::exec::copy::copy(dst, &src[range]));
     }
 }
 

@@ -217,12 +217,12 @@ impl Pipeline {
                 team.publish(b);
                 let input = &mut net.local()[w.input..w.input + len];
                 if q == 1 {
-                    input.copy_from_slice(&send.unwrap_or(&*recv)[off..off + len]);
+                    crate::exec::copy::copy(input, &send.unwrap_or(&*recv)[off..off + len]);
                 } else {
                     for r in 1..q {
                         team.wait_ready(r, b);
                         let (lo, hi) = self.part(r - 1, q - 1, len);
-                        input[lo..hi].copy_from_slice(&team.area_bytes(r, b, len)[lo..hi]);
+                        crate::exec::copy::copy(&mut input[lo..hi], &team.area_bytes(r, b, len)[lo..hi]);
                     }
                 }
                 team.finish(b);

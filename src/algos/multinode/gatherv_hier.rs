@@ -90,7 +90,7 @@ pub fn gatherv(part: Part<'_, '_>, desc: &CallDesc, g: gatherv::Gather<'_>, c: &
         }
         staging = vec![0u8; at];
         let (off, _) = staging_layout.blocks[root_node];
-        staging[off..off + node_blocks.len()].copy_from_slice(&node_blocks);
+        crate::exec::copy::copy(&mut staging[off..off + node_blocks.len()], &node_blocks);
     }
     let d = CallDesc {
         in_place: rank == desc.root,

@@ -158,7 +158,7 @@ fn take_all<C: Combiner + ?Sized>(
         // In place at rank 0: scratch = recv ∘ scratch, the result.
         (0, None) => {
             combiner.combine(bufs.recv, &mut bufs.scratch[..n]);
-            bufs.recv.copy_from_slice(&bufs.scratch[..n]);
+            crate::exec::copy::copy(bufs.recv, &bufs.scratch[..n]);
         }
         // Rank 1: rank 0's input comes first.
         (_, Some(send)) => combiner.combine_into(&bufs.scratch[..n], send, bufs.recv),

@@ -26,7 +26,7 @@ pub const SUB_CHUNK: usize = 256 << 10;
 pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8], out: &mut [u8], combiner: &C) {
     match p {
         0 => {}
-        1 => out.copy_from_slice(part(0)),
+        1 => crate::exec::copy::copy(out, part(0)),
         _ => {
             combiner.combine_into(part(p - 2), part(p - 1), out);
             for r in (0..p - 2).rev() {
@@ -155,7 +155,7 @@ pub(crate) fn own_part<'a>(send: Option<&'a [u8]>, recv: &[u8], own: &'a mut [u8
     match send {
         Some(send) => &send[at..at + len],
         None => {
-            own[..len].copy_from_slice(&recv[at..at + len]);
+            crate::exec::copy::copy(&mut own[..len], &recv[at..at + len]);
             &own[..len]
         }
     }
