@@ -98,6 +98,7 @@ struct opts {
     int mode;              /* MODE_*: how calls are timed */
     char *cand[MAX_CAND];  /* --candidates: pcoll choices timed against stock */
     int ncand;
+    size_t offset;         /* --offset: buffers start this far past a page */
 };
 
 /* pcoll_set_algorithm (include/pcoll.h), looked up in libpcoll.so when it
@@ -226,6 +227,8 @@ static void usage(void)
         "  --sync window|barrier  how timed calls start on all ranks (default: window when\n"
         "                    all ranks share one node and have a core each, else barrier)\n"
 "  --mode sync|osu|b2b|b2b-cold  how calls are timed (default sync; see the source)\n"
+        "  --offset BYTES    buffers start BYTES past a page (default 0; malloc's large\n"
+        "                    buffers start 16 past one)\n"
         "  --label TEXT      label for the header and CSV (e.g. mpich)\n"
         "  --candidates LIST with one collective in --colls: time the stock MPI and each\n"
         "                    pcoll choice in LIST (as PCOLL_<COLL> takes them, e.g.\n"
@@ -324,6 +327,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
         } else if (!strcmp(a, "--llc-mb")) {
             NEEDV();
             o->llc_bytes = (size_t)(atof(v) * 1024 * 1024);
+        } else if (!strcmp(a, "--offset")) {
+            NEEDV();
+            char *end;
+            o->offset = strtoul(v, &end, 10);
+            if (*end || o->offset >= PAGE || o->offset % sizeof(double))
+                die("--offset: a multiple of 8 below a page expected");
         } else if (!strcmp(a, "--no-memcpy")) {
             o->no_memcpy = 1;
         } else if (!strcmp(a, "--sync")) {
@@ -500,12 +509,15 @@ static const char *pcoll_provider(int c)
 
 /* ---------------------------------------------------------------- buffers */
 
-static size_t round_page(size_t b) { return (b + PAGE - 1) / PAGE * PAGE; }
+static size_t buffer_offset; /* --offset */
 
-static size_t send_stride(int c, size_t b) { (void)c; return round_page(b ? b : 1); }
+/* Bytes of whole pages a buffer of b bytes takes from its --offset on. */
+static size_t slot_bytes(size_t b) { return (b + buffer_offset + PAGE - 1) / PAGE * PAGE; }
+
+static size_t send_stride(int c, size_t b) { (void)c; return slot_bytes(b ? b : 1); }
 static size_t recv_stride(int c, size_t b)
 {
-    return round_page(c == C_GATHERV ? b * (size_t)nranks : (b ? b : 1));
+    return slot_bytes(c == C_GATHERV ? b * (size_t)nranks : (b ? b : 1));
 }
 
 /* The slot count is kept odd: calls alternate pcoll/stock, so with an even
@@ -519,8 +531,14 @@ static size_t nslots(int c, size_t b)
     return (n % 2 == 0 && n > 1) ? n - 1 : n;
 }
 
-static char *sslot(int c, size_t b, size_t k) { return send_arena + (k % nslots(c, b)) * send_stride(c, b); }
-static char *rslot(int c, size_t b, size_t k) { return recv_arena + (k % nslots(c, b)) * recv_stride(c, b); }
+static char *sslot(int c, size_t b, size_t k)
+{
+    return send_arena + (k % nslots(c, b)) * send_stride(c, b) + buffer_offset;
+}
+static char *rslot(int c, size_t b, size_t k)
+{
+    return recv_arena + (k % nslots(c, b)) * recv_stride(c, b) + buffer_offset;
+}
 
 static void *xalloc(size_t sz)
 {
@@ -1059,6 +1077,7 @@ int main(int argc, char **argv)
 
     struct opts o;
     parse_args(argc, argv, &o);
+    buffer_offset = o.offset;
     if (o.ncand) {
         if (__builtin_popcount(o.colls) != 1)
             die("--candidates needs exactly one collective in --colls");
@@ -1098,8 +1117,8 @@ int main(int argc, char **argv)
     if ((o.colls & (1u << C_GATHERV)) && maxb * (size_t)nranks > (size_t)INT_MAX)
         die("gatherv: max-bytes * ranks exceeds INT_MAX displacements");
     size_t rmax = (o.colls & (1u << C_GATHERV)) ? maxb * (size_t)nranks : maxb;
-    send_arena_sz = 2 * llc > 3 * round_page(maxb) ? 2 * llc : 3 * round_page(maxb);
-    recv_arena_sz = 2 * llc > 3 * round_page(rmax) ? 2 * llc : 3 * round_page(rmax);
+    send_arena_sz = 2 * llc > 3 * slot_bytes(maxb) ? 2 * llc : 3 * slot_bytes(maxb);
+    recv_arena_sz = 2 * llc > 3 * slot_bytes(rmax) ? 2 * llc : 3 * slot_bytes(rmax);
     send_arena = xalloc(send_arena_sz);
     recv_arena = xalloc(recv_arena_sz);
     if (!send_arena || !recv_arena)
@@ -1144,8 +1163,9 @@ int main(int argc, char **argv)
         for (char **e = environ; *e; e++)
             if (!strncmp(*e, "PCOLL_", 6))
                 printf("#   env %s\n", *e);
-        printf("#   buffers rotate through %zu MiB send + %zu MiB recv per rank (LLC %zu MiB); %s; calls start %s\n",
-               send_arena_sz >> 20, recv_arena_sz >> 20, llc >> 20,
+        printf("#   buffers rotate through %zu MiB send + %zu MiB recv per rank (LLC %zu MiB), each %zu B past a "
+               "page; %s; calls start %s\n",
+               send_arena_sz >> 20, recv_arena_sz >> 20, llc >> 20, buffer_offset,
                o.iters ? "fixed iterations" : "adaptive iterations",
                sync_window ? "together (window)" : "after a barrier");
         if (handoff[0] > 0)
