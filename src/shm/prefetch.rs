@@ -100,7 +100,8 @@ pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl
 
 /// [`Ahead::from`] for this machine when PCOLL_SHM_PREFETCH_OUT is not
 /// set: [`AHEAD_FROM`] where asking for the lines ahead makes a copy
-/// into lines not in cache faster, else 0 (never). Whether it does
+/// into lines not in cache clearly faster ([`PAYS_BELOW`]), else 0
+/// (never). Whether it does
 /// depends on the processor: on a 2-vCPU Xeon VM a copy of 128 KiB took
 /// 12.5 us plainly and 10.7 with the requests, a sum of doubles a sixth
 /// less; on a Zen 1 EPYC VM, whose plain copies write whole lines without
@@ -113,7 +114,7 @@ pub fn probed_from() -> usize {
     static FROM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *FROM.get_or_init(|| {
         let (plain, ahead) = probe();
-        let pays = ahead < plain;
+        let pays = ahead < plain * PAYS_BELOW;
         log::info!(
             "prefetching ahead of stores into your buffers: {} (copies of {} KiB into lines not in cache: {:.1} us \
              plain, {:.1} us asking ahead)",
@@ -129,6 +130,14 @@ pub fn probed_from() -> usize {
         }
     })
 }
+
+/// The most the probe's copy asking ahead may take, as a fraction of the
+/// plain copy's time, for the requests to be made: they cost where the
+/// lines are in cache (2 ranks, Zen 3 VM, back to back on hot buffers: a
+/// 256 KiB Bcast 13-15 us without them, 17-18 with), and there the
+/// probe's two times came within 5% of each other either way round, so
+/// that jobs chose by chance (docs/measurements.md).
+const PAYS_BELOW: f64 = 0.9;
 
 /// Bytes of the probe's copies: at 32 KiB neither way gained on either VM.
 const PROBE_BYTES: usize = 128 << 10;
