@@ -1,6 +1,8 @@
 //! Runs a schedule: transfers through a [`Transport`] (PMPI point-to-point
 //! in the library, mailboxes in the simulator), local copies and reductions
-//! here. Pure safe Rust: the transport owns anything unsafe.
+//! here ([`copy`], [`kernels`]). Safe Rust but for the vector loops those
+//! two compile for the processor's instruction sets; the transport owns
+//! anything else unsafe.
 
 pub mod calibrate;
 pub mod copy;
