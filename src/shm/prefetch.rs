@@ -100,7 +100,7 @@ pub fn ahead_of_stores(dst: &mut [u8], unit: usize, ahead: Ahead, mut work: impl
 
 /// [`Ahead::from`] for this machine when PCOLL_SHM_PREFETCH_OUT is not
 /// set: [`AHEAD_FROM`] where asking for the lines ahead makes a copy
-/// into lines not in cache clearly faster ([`PAYS_BELOW`]), else 0
+/// into lines not in cache clearly faster (`PAYS_BELOW`), else 0
 /// (never). Whether it does
 /// depends on the processor: on a 2-vCPU Xeon VM a copy of 128 KiB took
 /// 12.5 us plainly and 10.7 with the requests, a sum of doubles a sixth
