@@ -136,6 +136,10 @@ pub struct ShmConfig {
     /// most this many bytes go through their owner's area, larger ones
     /// straight into the root's buffer.
     pub gatherv_copy_in_up_to: usize,
+    /// PCOLL_SHM_GATHERV_HOT_COPY_IN: in a Gatherv's auto mode with timed
+    /// routes, hot blocks of at most this many bytes may go through their
+    /// owner's area where the root's timings favour it.
+    pub gatherv_hot_copy_in_up_to: usize,
     /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
     /// pipeline from this many bytes, against the queue below.
     pub bcast_timed_from: usize,
@@ -169,6 +173,7 @@ impl Default for ShmConfig {
             stream_out_from: crate::shm::team::STREAM_OUT_FROM,
             prefetch_out_from: None,
             gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
+            gatherv_hot_copy_in_up_to: Sizes::default().gatherv_hot_copy_in_up_to,
             bcast_timed_from: Sizes::default().bcast_timed_from,
             adapt: true,
             budget: None,
@@ -230,6 +235,7 @@ impl ShmConfig {
     pub fn node_sizes(&self) -> Sizes {
         Sizes {
             gatherv_copy_in_up_to: self.gatherv_copy_in_up_to,
+            gatherv_hot_copy_in_up_to: self.gatherv_hot_copy_in_up_to,
             bcast_timed_from: self.bcast_timed_from,
             ..Sizes::default()
         }
@@ -979,6 +985,7 @@ mod tests {
             ("PCOLL_SHM_STREAM_OUT", "0"),
             ("PCOLL_SHM_PREFETCH_OUT", "0"),
             ("PCOLL_SHM_GATHERV_COPY_IN", "0"),
+            ("PCOLL_SHM_GATHERV_HOT_COPY_IN", "0"),
             ("PCOLL_SHM_BCAST_TIMED", "1M"),
             ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),
             ("PCOLL_SHM_RING", "4"),

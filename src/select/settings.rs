@@ -594,8 +594,21 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.gatherv_copy_in_up_to = v.number();
             Ok(())
         },
-        doc: "in the node Gatherv `shm`, blocks of at most this many bytes (and at most a chunk area) go through \
+        doc: "in the node Gatherv `shm`, blocks of at most this many bytes (and at most a chunk) go through \
               their owner's area, larger ones straight into the root's buffer; `0`: every block straight",
+    },
+    Setting {
+        name: "PCOLL_SHM_GATHERV_HOT_COPY_IN",
+        accepts: Accepts::Number { min: 0, max: SIZE_MAX, zero: Some("none") },
+        show: |c| number_text(c.shm.gatherv_hot_copy_in_up_to),
+        set: |c, v| {
+            c.shm.gatherv_hot_copy_in_up_to = v.number();
+            Ok(())
+        },
+        doc: "in the node Gatherv `shm` with `PCOLL_SHM_ADAPT`, blocks that their owner sends again from the \
+              buffer it sent its last one from (hot) of at most this many bytes (and at most a chunk area) \
+              also go through their owner's area where the root has timed that faster than straight into its \
+              buffer; `0`: only those of `PCOLL_SHM_GATHERV_COPY_IN`",
     },
     Setting {
         name: "PCOLL_SHM_BCAST_TIMED",

@@ -15,7 +15,8 @@
 //!   ([`Route`], timed apart for blocks sent from the buffer their owner
 //!   sent the last one from); the root, which publishes its table for
 //!   such blocks, learns the owner's way from its first piece or its
-//!   publish without one. A larger block
+//!   publish without one. A hot block up to a chunk area
+//!   ([`HOT_COPY_IN_UP_TO`]) takes either way the same. A larger block
 //!   (zero copy: every block) goes straight into the root's receive
 //!   buffer, written by its owner once the root has published the
 //!   buffer's address and the layout; all such blocks move
@@ -84,6 +85,18 @@ use crate::shm::PeerMemory;
 /// straight into the root's buffer (measured, 2 ranks: copy-in faster up
 /// to 128 KiB in total, and a block larger than a chunk would need rounds).
 pub const COPY_IN_UP_TO: usize = 64 << 10;
+
+/// The largest hot block (sent again from its owner's last buffer) that
+/// may go through its owner's area in pieces, where routes are timed and
+/// the root's timings favour it (PCOLL_SHM_GATHERV_HOT_COPY_IN; never
+/// more than a chunk area holds, 256 KiB by default): its alternative is
+/// straight into the root's buffer, all of it. Two copies through a
+/// shared cache beat a cross-memory copy there (2 ranks, Zen 3 VM, cores
+/// that share a cache, back to back: 128 KiB 8.1-9.1 against 11.1 us,
+/// 256 KiB 15.5-16.2 against 21.5; docs/measurements.md). Cold blocks
+/// beyond [`COPY_IN_UP_TO`] stay off the area: there it took a tenth
+/// longer.
+pub const HOT_COPY_IN_UP_TO: usize = 256 << 10;
 
 /// How a block of more than a piece copied in travels in the auto mode:
 /// through its owner's chunk area (copied in, in pieces; or, for a
@@ -393,11 +406,15 @@ fn through_segment(team: &Team<'_>, mode: Mode, len: usize) -> usize {
 fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
     let (me, p, chunk) = (team.rank, team.size, team.seg.geo.chunk);
     let size = team.state.memory.sizes.gatherv_piece.max(1);
-    let copy_in_up_to = team.state.memory.sizes.gatherv_copy_in_up_to;
-    let direct = |len| goes_direct(mode, len, chunk, copy_in_up_to);
+    let sizes = team.state.memory.sizes;
+    let direct = |len| goes_direct(mode, len, chunk, sizes.gatherv_copy_in_up_to);
     let geo = team.seg.geo;
-    // A block its owner sends either way, by the route its root wants.
-    let either = |len| mode == Mode::Auto && !direct(len) && in_pieces(&geo, len);
+    // Lengths of hot blocks that may go through the area beyond the rest.
+    let hot_through_area = routes_timed(team, mode) && sizes.gatherv_hot_copy_in_up_to > 0;
+    let hot_in_area = |len| hot_through_area && len <= sizes.gatherv_hot_copy_in_up_to.min(geo.area());
+    // A block its owner sends either way, by the route its root wants (a
+    // hot one up to `hot_in_area`: the others of such lengths go direct).
+    let either = |len| mode == Mode::Auto && (!direct(len) || hot_in_area(len)) && in_pieces(&geo, len);
     let hot = me != g.root && sent_again(team, g.send);
     let s = team.next_step();
     let t = team.next_step();
@@ -416,6 +433,13 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         team.writable(s);
         owner_route(team, g.root, len, mode, hot)
     });
+    // Whether this owner's block goes through its area, in pieces: one
+    // that may goes by its route (a direct block's route says whether its
+    // end goes through the area).
+    let in_area = match route {
+        Some(route) => either(len) && (!direct(len) || hot) && route == Route::Area,
+        None => !direct(len),
+    };
     // When the root's timed calls start (see Arrivals).
     let mut arrivals = None;
     if me == g.root {
@@ -529,7 +553,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             // 0.58-0.60 -> 0.47-0.52 us under Open MPI).
             team.others_published(s);
         }
-    } else if direct(len) || (either(len) && route == Some(Route::Direct)) {
+    } else if !in_area {
         // The head first: a root that expects a small block waits for
         // this rank's data, not its own table's readers.
         team.writable(s);

@@ -203,6 +203,10 @@ pub struct Sizes {
     /// Gatherv's auto mode: the largest block that goes through its
     /// owner's area ([`gatherv_shm::COPY_IN_UP_TO`], PCOLL_SHM_GATHERV_COPY_IN).
     pub gatherv_copy_in_up_to: usize,
+    /// Gatherv's auto mode with timed routes: the largest hot block that
+    /// may go through its owner's area ([`gatherv_shm::HOT_COPY_IN_UP_TO`],
+    /// PCOLL_SHM_GATHERV_HOT_COPY_IN).
+    pub gatherv_hot_copy_in_up_to: usize,
     /// `shm` Bcast: message bytes from which the root times its methods
     /// ([`bcast_timed::TIMED_FROM`], PCOLL_SHM_BCAST_TIMED).
     pub bcast_timed_from: usize,
@@ -215,6 +219,7 @@ impl Default for Sizes {
             reduce_chunk_floor: reduce_flat::REDUCE_CHUNK_FLOOR,
             gatherv_piece: gatherv_shm::PIECE,
             gatherv_copy_in_up_to: gatherv_shm::COPY_IN_UP_TO,
+            gatherv_hot_copy_in_up_to: gatherv_shm::HOT_COPY_IN_UP_TO,
             bcast_timed_from: bcast_timed::TIMED_FROM,
         }
     }

@@ -112,6 +112,7 @@ pub(super) const TEST_SIZES: Sizes = Sizes {
     reduce_chunk_floor: 16,
     gatherv_piece: 24,
     gatherv_copy_in_up_to: super::gatherv_shm::COPY_IN_UP_TO,
+    gatherv_hot_copy_in_up_to: super::gatherv_shm::HOT_COPY_IN_UP_TO,
     bcast_timed_from: TEST_TIMED_BCAST_FROM,
 };
 
@@ -1078,7 +1079,8 @@ fn adaptive_gathers_put_every_block_in_place_by_either_stores_and_route() {
 }
 
 /// The same with every owner sending from one buffer (hot blocks): every
-/// root has timed both routes of hot blocks.
+/// root has timed both routes of hot blocks, and hot blocks longer than a
+/// chunk went through the areas too.
 #[test]
 fn adaptive_gathers_of_hot_blocks_time_both_routes() {
     adaptive_gathers(true, |state| state.memory.gatherv_hot_route.summary("calls"));
@@ -1089,13 +1091,20 @@ fn adaptive_gathers_of_hot_blocks_time_both_routes() {
 fn adaptive_gathers(hot: bool, summary: impl Fn(&TeamState<NodeMemory>) -> Vec<String> + Sync) {
     use super::gatherv_shm::{self as gatherv, Gather};
     use crate::adapt::choice::EXPLORE;
+    // Chunks of 1 KiB in areas of 4 KiB, which hold the direct blocks.
+    let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, allreduce_chunk: 16 * TEST_ADAPT_FROM, ..TEST_GEO };
+    // Blocks longer than a chunk that their owners wrote into their areas
+    // in pieces (the owner's count of pieces moved).
+    let pieces_beyond_chunk = std::sync::atomic::AtomicUsize::new(0);
     thread_local! {
-        /// An owner's one send buffer, with room for its largest block.
+        /// An owner's one send buffer, with room for its largest block
+        /// (`hot`), or its last one.
         static SENT: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(16 * TEST_ADAPT_FROM));
     }
     let body = |team: &mut Team<'_>, call: usize, root: usize, plan: &mut Rng| {
         let (p, rank) = (team.size, team.rank);
-        // 512-1023 B blocks (4-8 pieces) go through the areas, 2-4 KiB direct.
+        // 512-1023 B blocks (4-8 pieces) go through the areas, 2-4 KiB
+        // direct, or hot ones through the areas where the root wants.
         let base = if (call / p.min(2)).is_multiple_of(2) { 2 * TEST_ADAPT_FROM } else { 8 * TEST_ADAPT_FROM };
         let (layout, at) = packed((0..p).map(|_| base + plan.below(base)));
         let byte = |r: usize, i: usize| (r * 41 + i * 7 + call) as u8;
@@ -1109,18 +1118,25 @@ fn adaptive_gathers(hot: bool, summary: impl Fn(&TeamState<NodeMemory>) -> Vec<S
         let none = Default::default();
         let layout_here = if rank == root { &layout } else { &none };
         let mut g = Gather { send: &block, recv: &mut recv, layout: layout_here, root, in_place: false };
+        let pieces = |team: &Team<'_>| team.seg.control(rank).pieces.each_ref().map(|count| count.load(Ordering::Relaxed));
+        let pieces_before = pieces(team);
         node_call(team, layout.blocks[rank].1, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+        if rank != root && block.len() > geo.chunk && pieces(team) != pieces_before {
+            pieces_beyond_chunk.fetch_add(1, Ordering::Relaxed);
+        }
         if rank == root {
             let want: Vec<u8> =
                 layout.blocks.iter().enumerate().flat_map(|(r, &(_, l))| (0..l).map(move |i| byte(r, i))).collect();
             assert_eq!(recv, want, "p={p} call={call} root={root} hot={hot}");
         }
-        if hot {
-            SENT.set(block);
-        }
+        // Kept also when cold, so that the next call's new block cannot
+        // take this one's address (which its owner would take for hot).
+        SENT.set(block);
     };
-    let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, ..TEST_GEO };
     from_two_roots(geo, 2 * EXPLORE as usize + 8, Timer::Root, body, summary);
+    // Only hot ones, where the root wanted them there.
+    let beyond = pieces_beyond_chunk.into_inner();
+    assert_eq!(beyond > 0, hot, "{beyond} blocks longer than a chunk went through the areas");
 }
 
 /// Every node algorithm of the registry as the library runs it with
