@@ -14,7 +14,11 @@
 //!   tries the other and moves that method's estimate halfway to its
 //!   time;
 //! - the method in use moves its estimate a quarter of the way to each
-//!   call's time.
+//!   call's time;
+//! - after a change of method, the method left is tried again
+//!   [`RECHECK_AFTER`] calls later (as an exploration): a burst of slow
+//!   calls otherwise held a class on the slower method until the next
+//!   regular exploration.
 //!
 //! One lucky call does not switch: a Reduce root's time carries the
 //! others' lateness, and with the exploring call's time taken whole, a
@@ -64,6 +68,15 @@ pub const OUTLIER: f64 = 2.0;
 /// ([`TimedChoice::paying_changes`]): calls in a row that try the method
 /// not in use, the first of them not counted.
 pub const EXPLORING_AFTER_CHANGE: u64 = 3;
+
+/// Calls after a class changes its method at which it tries the method it
+/// left again (an exploration of [`TimedChoice`]'s length): a burst of
+/// slow calls (a preempted peer) can raise the estimate of the method in
+/// use past the other's, and the next regular exploration may be 64 calls
+/// away. 2 ranks, hot 16 KiB Bcasts back to back on a Zen 3 VM: the root
+/// times the queue at 1.3-1.9 us a call (median) and zero copy at 4.8-5.1,
+/// yet used zero copy on 12-18% of its calls, in runs of up to 64.
+pub const RECHECK_AFTER: u64 = 8;
 
 /// Size classes: `from << i`, the last one open-ended (a flat
 /// Allreduce's stores: 4 KiB to 128 MiB).
@@ -142,6 +155,9 @@ struct Class {
     cost: [Option<f64>; 2],
     /// The method of the class's last call, by index.
     last: Option<usize>,
+    /// The call from which the class runs its method since it changed,
+    /// until it has tried the method it left again ([`RECHECK_AFTER`]).
+    changed_at: Option<u64>,
 }
 
 impl Class {
@@ -236,11 +252,18 @@ impl<K: Alternative> TimedChoice<K> {
         let call = c.calls;
         c.calls += 1;
         let [first, second] = K::BOTH;
+        let recheck = c.changed_at.map(|at| at + RECHECK_AFTER);
+        let rechecking = recheck.is_some_and(|from| (from..from + self.exploring).contains(&call));
+        if recheck.is_some_and(|from| call + 1 >= from + self.exploring) {
+            c.changed_at = None;
+        }
         let (method, update) = match (c.cost, c.preferred::<K>()) {
             _ if call == 0 => (first, Update::Skip),
             ([None, _], _) => (first, Update::Replace),
             ([_, None], _) => (second, Update::Replace),
-            (_, Some(best)) if call % EXPLORE >= EXPLORE - self.exploring => (best.other(), Update::Explore),
+            (_, Some(best)) if rechecking || call % EXPLORE >= EXPLORE - self.exploring => {
+                (best.other(), Update::Explore)
+            }
             (_, best) => (best.unwrap_or(first), Update::Average),
         };
         let changed = c.last.replace(method.index()) != Some(method.index());
@@ -275,6 +298,10 @@ impl<K: Alternative> TimedChoice<K> {
             _ => Some(sample),
         };
         let after = c.preference::<K>()?;
+        let changed = before.is_some_and(|before| before != after.method);
+        if changed {
+            c.changed_at = Some(c.calls);
+        }
         (before != Some(after.method)).then_some(after)
     }
 
@@ -378,7 +405,8 @@ mod tests {
             (Way::B, false) => 0.6,
         });
         assert_eq!(count(&used[3..200], Way::B), 197 - 3, "all but the explorations");
-        assert_eq!(count(&used[204..], Way::B), 3, "only the explorations: {:?}", &used[200..210]);
+        let (explorations, recheck) = (3, 1);
+        assert_eq!(count(&used[204..], Way::B), explorations + recheck, "{:?}", &used[200..220]);
     }
 
     #[test]
@@ -464,6 +492,22 @@ mod tests {
             })
             .collect();
         assert_eq!(ends, [EXPLORE - 1, 2 * EXPLORE - 1]);
+    }
+
+    #[test]
+    fn a_burst_of_slow_calls_that_switches_is_rechecked_and_switched_back_soon() {
+        let mut choice = TimedChoice::new(FROM).bounded();
+        // A costs 0.2, B 0.5; calls 20-27 of A take 10 times as long.
+        let burst = 20..28;
+        let used = run(&mut choice, 1 << 20, 60, |s, call| match s {
+            Way::A if burst.contains(&call) => 2.0,
+            Way::A => 0.2,
+            Way::B => 0.5,
+        });
+        let at = burst.clone().find(|&c| used[c as usize] == Way::B).expect("the burst switches to B");
+        let back = (at + RECHECK_AFTER + 1) as usize;
+        // B once more: the recheck after the change back.
+        assert_eq!(count(&used[back..], Way::B), 1, "A again within {RECHECK_AFTER} calls: {used:?}");
     }
 
     #[test]
