@@ -110,6 +110,7 @@ fn condition(cond: &Cond) -> String {
         Cond::Nodes(c, v) => format!("nodes {} {v}", cmp(c)),
         Cond::Commutative(true) => "commutative".into(),
         Cond::Commutative(false) => "not commutative".into(),
+        Cond::Mpi(m) => format!("host MPI {}", m.name()),
     }
 }
 

@@ -10,7 +10,7 @@ use super::comm;
 use super::handles;
 use super::host::Mpi;
 use super::shim::*;
-use crate::driver::family::{wrong_library, Family};
+use crate::driver::family::{host_mpi, wrong_library, Family};
 use crate::driver::host::check;
 use crate::driver::runtime::{agree_on_settings, report_at_finalize, say, Runtime};
 use crate::driver::Host;
@@ -96,7 +96,8 @@ pub(super) fn get() -> &'static Runtime {
         let library = bind();
         let version = host_version();
         stop_if_wrong_family(&version);
-        Config::from_env().map(|cfg| {
+        Config::from_env().map(|mut cfg| {
+            cfg.host_mpi = host_mpi(&version);
             init_logging(&cfg);
             for warning in &cfg.warnings {
                 log::warn!("{warning}");

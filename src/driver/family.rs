@@ -6,6 +6,8 @@
 //! string alone, which takes no handle, so this check can come first and
 //! name the library to use instead.
 
+use crate::select::rules::HostMpi;
+
 /// A family of MPI libraries that share one ABI (one build of pcoll).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
@@ -13,22 +15,33 @@ pub enum Family {
     OpenMpi,
 }
 
-/// How each family's MPI_Get_library_version string begins. MVAPICH and
-/// Intel MPI share MPICH's ABI (the MPICH ABI compatibility initiative).
-/// A string that matches none (another derivative) is no reason to stop.
-const SIGNATURES: [(&str, Family); 4] = [
-    ("MPICH", Family::Mpich),
-    ("MVAPICH", Family::Mpich),
-    ("Intel(R) MPI", Family::Mpich),
-    ("Open MPI", Family::OpenMpi),
+/// How each maker's MPI_Get_library_version string begins, and its
+/// family. MVAPICH and Intel MPI share MPICH's ABI (the MPICH ABI
+/// compatibility initiative). A string that matches none (another
+/// derivative) is no reason to stop.
+const SIGNATURES: [(&str, Family, HostMpi); 4] = [
+    ("MPICH", Family::Mpich, HostMpi::Mpich),
+    ("MVAPICH", Family::Mpich, HostMpi::Mvapich),
+    ("Intel(R) MPI", Family::Mpich, HostMpi::Intel),
+    ("Open MPI", Family::OpenMpi, HostMpi::OpenMpi),
 ];
+
+/// The signature `version` (MPI_Get_library_version) begins with.
+fn signature(version: &str) -> Option<&'static (&'static str, Family, HostMpi)> {
+    let version = version.trim_start();
+    SIGNATURES.iter().find(|(start, _, _)| version.starts_with(start))
+}
+
+/// Who made the library that says `version`, if pcoll recognises it.
+pub fn host_mpi(version: &str) -> Option<HostMpi> {
+    signature(version).map(|&(_, _, maker)| maker)
+}
 
 impl Family {
     /// The family whose library says `version` (MPI_Get_library_version),
     /// if pcoll recognises it.
     fn of_version(version: &str) -> Option<Family> {
-        let version = version.trim_start();
-        SIGNATURES.iter().find(|(start, _)| version.starts_with(start)).map(|&(_, family)| family)
+        signature(version).map(|&(_, family, _)| family)
     }
 
     fn name(self) -> &'static str {
@@ -107,6 +120,15 @@ mod tests {
             assert_eq!(wrong_library(family, "Some MPI 1.0"), None);
             assert_eq!(wrong_library(family, ""), None);
         }
+    }
+
+    #[test]
+    fn the_maker_is_read_from_the_version_string() {
+        assert_eq!(host_mpi(MPICH), Some(HostMpi::Mpich));
+        assert_eq!(host_mpi(OPEN_MPI), Some(HostMpi::OpenMpi));
+        assert_eq!(host_mpi("MVAPICH2 Version      :\t2.3.7"), Some(HostMpi::Mvapich));
+        assert_eq!(host_mpi(" Intel(R) MPI Library 2021.19.0 for Linux* OS"), Some(HostMpi::Intel));
+        assert_eq!(host_mpi("Some MPI 1.0"), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! nothing else. The settings that ranks must share leave a
 //! [`Fingerprint`], which they compare at MPI_Init.
 
-use super::rules::{parse_target, Rules, Target};
+use super::rules::{parse_target, HostMpi, Rules, Target};
 use super::settings::{self, SETTINGS};
 use crate::algos::node::Sizes;
 use crate::algos::{self, Algorithm, Params};
@@ -292,6 +292,9 @@ pub struct Config {
     /// About the environment, for the log at start-up: `PCOLL_*` names
     /// pcoll does not know, with the nearest one it does.
     pub warnings: Vec<String>,
+    /// Not a variable: who made the host MPI (from its
+    /// MPI_Get_library_version at MPI_Init), for rules that name it.
+    pub host_mpi: Option<HostMpi>,
 }
 
 impl Default for Config {
@@ -312,6 +315,7 @@ impl Default for Config {
             shm: ShmConfig::default(),
             fingerprint: Fingerprint::default(),
             warnings: Vec::new(),
+            host_mpi: None,
         }
     }
 }

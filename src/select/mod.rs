@@ -116,8 +116,14 @@ pub fn decide_with(cfg: &Config, choice: &Choice, desc: &CallDesc, bytes: Option
 /// The rules' choice: PCOLL_TUNE, PCOLL_TUNE_FILE, the built-in rules (the
 /// reproducible ones when `canonical_only`), the general algorithm.
 fn by_rules(cfg: &Config, desc: &CallDesc, bytes: Option<usize>, canonical_only: bool) -> Decision {
-    let call =
-        CallShape { coll: desc.coll, procs: desc.size, bytes, commutative: desc.commutative, nodes: desc.topo.nodes };
+    let call = CallShape {
+        coll: desc.coll,
+        procs: desc.size,
+        bytes,
+        commutative: desc.commutative,
+        nodes: desc.topo.nodes,
+        mpi: cfg.host_mpi,
+    };
     let runs = |a: &Algorithm| (a.canonical || !canonical_only) && (a.check)(desc).is_ok();
     let accepts = |t: &Target| match t {
         Target::Mpi => !canonical_only,
@@ -160,6 +166,7 @@ mod tests {
     use super::*;
     use crate::core::call::Topo;
     use crate::core::types::Coll;
+    use rules::HostMpi;
 
     fn desc(coll: Coll, size: usize, bytes: usize) -> CallDesc {
         CallDesc {
@@ -233,6 +240,29 @@ mod tests {
         assert_eq!(pick(Coll::Reduce, 4, (64 << 10) - 8), flat);
         assert_eq!(pick(Coll::Allreduce, 4, 8 << 10), flat);
         assert_eq!(pick(Coll::Allreduce, 4, 32 << 10), flat);
+    }
+
+    #[test]
+    fn an_allreduce_at_two_ranks_under_intel_mpi_runs_rabenseifner_from_128_kib_to_1_mib() {
+        let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
+        let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
+            let d = CallDesc { topo: node, ..desc(Coll::Allreduce, p, bytes) };
+            match decide(&Config { host_mpi: mpi, ..Config::default() }, &d, Some(bytes)) {
+                Decision::Run(a, _, _) => a.name,
+                other => panic!("{other:?}"),
+            }
+        };
+        let sizes = [(128 << 10) - 8, 128 << 10, 1 << 20, (1 << 20) + 8];
+        let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
+        assert_eq!(intel, ["shm_flat_zcopy", "rabenseifner", "rabenseifner", "shm_flat_zcopy"]);
+        for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
+            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 4], "{other:?}");
+        }
+        assert_eq!(pick(Some(HostMpi::Intel), 3, 512 << 10), "shm_flat");
+        // Rabenseifner keeps the operands' order: non-commutative operators too.
+        let d = CallDesc { topo: node, commutative: false, ..desc(Coll::Allreduce, 2, 512 << 10) };
+        let intel = Config { host_mpi: Some(HostMpi::Intel), ..Config::default() };
+        assert!(matches!(decide(&intel, &d, Some(512 << 10)), Decision::Run(a, ..) if a.name == "rabenseifner"));
     }
 
     #[test]

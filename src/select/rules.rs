@@ -8,6 +8,8 @@
 //! condition := key cmp number                 key: p (communicator size),
 //!                                             bytes (see below), nodes
 //!            | 'op=commutative' | 'op=noncommutative'
+//!            | 'mpi=' maker                   the host MPI: mpich, mvapich,
+//!                                             intel or openmpi
 //! cmp    := '<' | '<=' | '>' | '>=' | '='
 //! number := digits [ K | M | G ]              binary units (64K = 65536)
 //! target := 'mpi' | algorithm [ ':' key=value { ',' key=value } ]
@@ -52,6 +54,34 @@ pub enum Cond {
     /// Nodes the communicator spans.
     Nodes(Cmp, usize),
     Commutative(bool),
+    /// The host MPI's maker.
+    Mpi(HostMpi),
+}
+
+/// Who made the host MPI, as a rule names it (`mpi=intel`): the same ABI
+/// family can move data at different speeds, and a rule can say where
+/// the host's own point-to-point beats pcoll's node layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostMpi {
+    Mpich,
+    Mvapich,
+    Intel,
+    OpenMpi,
+}
+
+impl HostMpi {
+    /// Each maker with its name in the rules.
+    pub const NAMES: [(&'static str, HostMpi); 4] = [
+        ("mpich", HostMpi::Mpich),
+        ("mvapich", HostMpi::Mvapich),
+        ("intel", HostMpi::Intel),
+        ("openmpi", HostMpi::OpenMpi),
+    ];
+
+    /// Its name in the rules.
+    pub fn name(self) -> &'static str {
+        HostMpi::NAMES.iter().find(|&&(_, m)| m == self).map_or("", |&(n, _)| n)
+    }
 }
 
 /// What a rule selects.
@@ -89,6 +119,8 @@ pub struct CallShape {
     pub bytes: Option<usize>,
     pub commutative: bool,
     pub nodes: usize,
+    /// `None` where pcoll does not know the host MPI's maker.
+    pub mpi: Option<HostMpi>,
 }
 
 impl Rule {
@@ -111,6 +143,7 @@ impl Rule {
                     }
                 },
                 Cond::Commutative(c) => c == call.commutative,
+                Cond::Mpi(m) => call.mpi == Some(m),
             };
             if !holds {
                 return Some(false);
@@ -260,7 +293,8 @@ fn parse_rule(text: &str, start: usize, item: &str, line: usize, source: &str) -
 
 fn parse_cond(tok: &str) -> Result<Cond, String> {
     const EXPECTED: &str = "a condition: p, bytes or nodes, then <, <=, >, >= or =, then a number \
-                            (p<8, bytes>=64K, nodes=2), or op=commutative, op=noncommutative";
+                            (p<8, bytes>=64K, nodes=2), or op=commutative, op=noncommutative, or \
+                            mpi=mpich, mvapich, intel, openmpi";
     let key_end = tok.find(['<', '>', '=']).ok_or(EXPECTED)?;
     let (key, rest) = tok.split_at(key_end);
     match key {
@@ -270,6 +304,14 @@ fn parse_cond(tok: &str) -> Result<Cond, String> {
                 "=noncommutative" => Ok(Cond::Commutative(false)),
                 _ => Err("op=commutative or op=noncommutative".to_string()),
             }
+        }
+        "mpi" => {
+            let name = rest.strip_prefix('=').unwrap_or("");
+            return HostMpi::NAMES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|&(_, m)| Cond::Mpi(m))
+                .ok_or_else(|| "mpi=mpich, mpi=mvapich, mpi=intel or mpi=openmpi".to_string());
         }
         "p" | "bytes" | "nodes" => {}
         _ => return Err(EXPECTED.to_string()),
@@ -331,7 +373,7 @@ mod tests {
     use super::*;
 
     fn call(coll: Coll, procs: usize, bytes: Option<usize>) -> CallShape {
-        CallShape { coll, procs, bytes, commutative: true, nodes: 1 }
+        CallShape { coll, procs, bytes, commutative: true, nodes: 1, mpi: None }
     }
 
     #[test]
@@ -361,6 +403,17 @@ mod tests {
         );
         assert!(!r.rules[0].matches(&call(Coll::Reduce, 3, Some(2 << 20))).unwrap());
         assert!(matches!(&r.rules[0].target, Target::Algo(a, p) if a.name == "knomial" && p[..] == [8]));
+        // The host MPI's maker: holds only under that maker, never where
+        // it is unknown.
+        let r = Rules::parse("bcast mpi=intel binomial; bcast mpi=openmpi mpi", "t").unwrap();
+        assert_eq!(r.rules[0].conds, vec![Cond::Mpi(HostMpi::Intel)]);
+        let under = |mpi| CallShape { mpi, ..call(Coll::Bcast, 2, Some(8)) };
+        let picks = |mpi| r.pick(&under(mpi), |_| true).unwrap().map(|(i, _)| i);
+        assert_eq!(picks(Some(HostMpi::Intel)), Some(0));
+        assert_eq!(picks(Some(HostMpi::OpenMpi)), Some(1));
+        assert_eq!(picks(Some(HostMpi::Mpich)), None);
+        assert_eq!(picks(None), None);
+        assert!(HostMpi::NAMES.iter().all(|&(name, m)| m.name() == name));
     }
 
     #[test]
@@ -404,6 +457,8 @@ mod tests {
             ("reduce count<4 binomial", 1, 8, "a condition: p, bytes or nodes", "count<4"),
             ("reduce op=sum binomial", 1, 8, "op=commutative or op=noncommutative", "op=sum"),
             ("reduce op<commutative binomial", 1, 8, "op=commutative or op=noncommutative", "op<commutative"),
+            ("reduce mpi=cray binomial", 1, 8, "mpi=mpich, mpi=mvapich, mpi=intel or mpi=openmpi", "mpi=cray"),
+            ("reduce mpi<intel binomial", 1, 8, "mpi=mpich, mpi=mvapich, mpi=intel or mpi=openmpi", "mpi<intel"),
             // Numbers: missing, bad unit, not digits, overflowing.
             ("reduce p< binomial", 1, 8, "a number (digits with an optional K, M or G) after p<", "p<"),
             (
