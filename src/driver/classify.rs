@@ -95,6 +95,16 @@ impl<H: Host> Combiner for Combine<H> {
         }
     }
 
+    fn combine_after(&self, first: &mut [u8], second: &[u8]) -> bool {
+        match *self {
+            Combine::Native(kernel) => {
+                (kernel.after)(first, second);
+                true
+            }
+            Combine::Host { .. } => false,
+        }
+    }
+
     fn cheap_in_pieces(&self) -> bool {
         matches!(self, Combine::Native(_))
     }

@@ -28,7 +28,7 @@ use std::ops::{Add, BitAnd, BitOr, BitXor, Mul, Sub};
 
 use crate::core::types::{Elem, ReduceOp};
 
-/// A native reduction kernel, in its two forms. Slices have the same
+/// A native reduction kernel, in its three forms. Slices have the same
 /// length, a multiple of the element's extent (possibly zero), and need no
 /// alignment; the operand that comes first in rank order is always the
 /// first argument.
@@ -38,6 +38,10 @@ pub struct Kernel {
     pub inplace: fn(src: &[u8], dst: &mut [u8]),
     /// `out[i] = first[i] ∘ second[i]`.
     pub into: fn(first: &[u8], second: &[u8], out: &mut [u8]),
+    /// `first[i] = first[i] ∘ second[i]`: in place into the first operand
+    /// (a Reduce root that put its own vector into its receive buffer
+    /// first; MPI_Reduce_local has no such form).
+    pub after: fn(first: &mut [u8], second: &[u8]),
 }
 
 /// The native kernel for an element representation and operator, or `None`
@@ -215,21 +219,27 @@ trait Op<T> {
 /// f64 max against 0.88-0.93 with the baseline loop.
 #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 fn kernel<T: Lanes, O: Op<T>>(isa: Isa) -> Kernel {
-    let baseline = Kernel { inplace: inplace::<T, O>, into: into::<T, O> };
+    let baseline = Kernel { inplace: inplace::<T, O>, into: into::<T, O>, after: after::<T, O> };
     #[cfg(target_arch = "x86_64")]
     match isa {
         Isa::Baseline => {}
         Isa::Avx2 => {
             let masked = O::SELECTS && T::MASKED_SELECT;
-            let inplace = if masked { baseline.inplace } else { avx2::inplace::<T, O> };
-            return Kernel { inplace, into: avx2::into::<T, O> };
+            let wide = Kernel { inplace: avx2::inplace::<T, O>, into: avx2::into::<T, O>, after: avx2::after::<T, O> };
+            return if masked { Kernel { into: wide.into, ..baseline } } else { wide };
         }
-        Isa::Avx512 => return Kernel { inplace: avx512::inplace::<T, O>, into: avx512::into::<T, O> },
+        Isa::Avx512 => {
+            return Kernel {
+                inplace: avx512::inplace::<T, O>,
+                into: avx512::into::<T, O>,
+                after: avx512::after::<T, O>,
+            }
+        }
     }
     baseline
 }
 
-/// A module of the two loops compiled with `$features` enabled; its
+/// A module of the three loops compiled with `$features` enabled; its
 /// wrappers are only handed out by [`kernel`] for an [`Isa`] that
 /// [`Isa::best`] found on the processor (or below it).
 #[cfg(target_arch = "x86_64")]
@@ -248,9 +258,19 @@ macro_rules! wide_loops {
                 super::into::<T, O>(first, second, out)
             }
 
+            #[target_feature(enable = $features)]
+            fn after_wide<T: Lanes, O: Op<T>>(first: &mut [u8], second: &[u8]) {
+                super::after::<T, O>(first, second)
+            }
+
             pub(super) fn inplace<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
                 // SAFETY: handed out only where the processor has the features.
                 unsafe { inplace_wide::<T, O>(src, dst) }
+            }
+
+            pub(super) fn after<T: Lanes, O: Op<T>>(first: &mut [u8], second: &[u8]) {
+                // SAFETY: handed out only where the processor has the features.
+                unsafe { after_wide::<T, O>(first, second) }
             }
 
             pub(super) fn into<T: Lanes, O: Op<T>>(first: &[u8], second: &[u8], out: &mut [u8]) {
@@ -271,6 +291,15 @@ fn inplace<T: Lanes, O: Op<T>>(src: &[u8], dst: &mut [u8]) {
     debug_assert_eq!(src.len() % T::W, 0, "reduction of a partial element");
     for (s, d) in src.chunks_exact(T::W).zip(dst.chunks_exact_mut(T::W)) {
         O::apply(T::load(s), T::load(d)).store(d);
+    }
+}
+
+#[inline(always)]
+fn after<T: Lanes, O: Op<T>>(first: &mut [u8], second: &[u8]) {
+    assert_eq!(first.len(), second.len(), "reduction operands of different lengths");
+    debug_assert_eq!(first.len() % T::W, 0, "reduction of a partial element");
+    for (f, s) in first.chunks_exact_mut(T::W).zip(second.chunks_exact(T::W)) {
+        O::apply(T::load(f), T::load(s)).store(f);
     }
 }
 
@@ -638,12 +667,7 @@ mod tests {
                 put_f(im, &mut d[h..]);
             }
             _ => {
-                // Pairs: value at 0, index at 4 or 8.
-                let (vw, io) = match e {
-                    Elem::F32I32 | Elem::I32I32 => (4, 4),
-                    Elem::I16I32 => (2, 4),
-                    _ => (8, 8),
-                };
+                let (vw, io) = pair_layout(e);
                 let val = |b: &[u8]| -> (Option<f64>, i128) {
                     match e {
                         Elem::F32I32 | Elem::F64I32 => (Some(get_f(&b[..vw])), 0),
@@ -681,6 +705,22 @@ mod tests {
         }
     }
 
+    /// A pair's value width and index offset: value at 0, index at 4 or 8.
+    fn pair_layout(e: Elem) -> (usize, usize) {
+        match e {
+            Elem::F32I32 | Elem::I32I32 => (4, 4),
+            Elem::I16I32 => (2, 4),
+            _ => (8, 8),
+        }
+    }
+
+    /// Whether each byte of an element of `e` is padding (pairs only).
+    fn padding(e: Elem) -> Vec<bool> {
+        let pair = class(e) == TypeClass::Pair;
+        let (vw, io) = pair_layout(e);
+        (0..e.extent()).map(|i| pair && i >= vw && !(io..io + 4).contains(&i)).collect()
+    }
+
     /// One random element, biased towards edge cases. `pad` is the byte
     /// written into pair padding.
     fn element(e: Elem, rng: &mut Rng, pad: u8) -> Vec<u8> {
@@ -708,11 +748,7 @@ mod tests {
             }
             Elem::Bool => b[0] &= 1,
             _ => {
-                let (vw, io) = match e {
-                    Elem::F32I32 | Elem::I32I32 => (4, 4),
-                    Elem::I16I32 => (2, 4),
-                    _ => (8, 8),
-                };
+                let (vw, io) = pair_layout(e);
                 b.fill(pad);
                 // Few distinct values, so that ties (and NaN) are common.
                 let v = rng.pick(&[-2.0, 0.0, -0.0, 1.0, 7.0, f64::NAN]);
@@ -756,6 +792,15 @@ mod tests {
         for (s, d) in src[off..].chunks(w).zip(want[off..].chunks_mut(w)) {
             reference(e, op, s, d);
         }
+        // The form in place into the first operand keeps that one's
+        // padding: from a first operand with the second's padding.
+        let mut first = src.clone();
+        let pad = padding(e);
+        for (f, o) in first[off..].chunks_mut(w).zip(operand[off..].chunks(w)) {
+            for ((byte, &ob), _) in f.iter_mut().zip(o).zip(&pad).filter(|(_, &is_pad)| is_pad) {
+                *byte = ob;
+            }
+        }
         for isa in Isa::supported() {
             let k = native_for(e, op, isa).unwrap();
             // The ternary form into a buffer of junk, from the untouched operands.
@@ -763,7 +808,9 @@ mod tests {
             let mut out = vec![0x3cu8; dst.len() - off];
             (k.into)(&src[off..], &dst[off..], &mut out);
             (k.inplace)(&src[off..], &mut dst[off..]);
-            for (form, got) in [("in place", &dst[off..]), ("into", &out[..])] {
+            let mut after = first.clone();
+            (k.after)(&mut after[off..], &operand[off..]);
+            for (form, got) in [("in place", &dst[off..]), ("into", &out[..]), ("after", &after[off..])] {
                 for (j, ((s, g), x)) in src[off..].chunks(w).zip(got.chunks(w)).zip(want[off..].chunks(w)).enumerate() {
                     assert!(
                         same(e, op, g, x),
@@ -815,6 +862,7 @@ mod tests {
                 if let Some(k) = native(e, op) {
                     (k.inplace)(&[], &mut []);
                     (k.into)(&[], &[], &mut []);
+                    (k.after)(&mut [], &[]);
                     check(e, op, 0, 0, 1);
                     check(e, op, 13, 1, 7);
                 }

@@ -136,6 +136,15 @@ pub trait Combiner {
         self.combine(first, out);
     }
 
+    /// `first = first ∘ second`, in place into the operand that comes
+    /// first in rank order, where the combiner can; false, with `first`
+    /// untouched, where it cannot (MPI_Reduce_local, through which the
+    /// host combines user-defined operators, writes its second operand).
+    fn combine_after(&self, first: &mut [u8], second: &[u8]) -> bool {
+        let _ = (first, second);
+        false
+    }
+
     /// Whether a vector combined in pieces of a KiB costs about what it
     /// costs whole: true of a kernel, not of a call into the host MPI per
     /// piece.
