@@ -779,6 +779,13 @@ impl<M> Team<'_, M> {
         Backoff::until(|| ready.load(Acquire) >= s);
     }
 
+    /// Whether every other rank has published step `s` (a glance: the
+    /// data is the caller's only after [`Team::wait_all_ready`]).
+    pub fn others_ready(&self, s: u64) -> bool {
+        // Relaxed: a hint; the wait that follows acquires.
+        (0..self.size).filter(|&r| r != self.rank).all(|r| self.seg.control(r).ready.load(Relaxed) >= s)
+    }
+
     /// Waits until every rank has published step `s`. Each has then
     /// finished its steps before `s` (see the module documentation), which
     /// [`Team::writable`] relies on without looking again.

@@ -36,6 +36,34 @@ pub fn fold<'p, C: Combiner + ?Sized>(p: usize, part: impl Fn(usize) -> &'p [u8]
     }
 }
 
+/// [`fold`] into `out` that holds `part(root)` already, in the same order
+/// exactly, where the root is the last rank (the others go in front of
+/// it, each `part(r) ∘ out`) or the last but one (the last rank's part
+/// goes behind, [`Combiner::combine_after`], then the others in front);
+/// false, `out` untouched, elsewhere.
+pub fn fold_onto_own<'p, C: Combiner + ?Sized>(
+    p: usize,
+    root: usize,
+    part: impl Fn(usize) -> &'p [u8],
+    out: &mut [u8],
+    combiner: &C,
+) -> bool {
+    let behind = root + 2 == p;
+    if root + 1 != p && !(behind && combiner.combine_after(out, part(p - 1))) {
+        return false;
+    }
+    for r in (0..root).rev() {
+        combiner.combine(part(r), out);
+    }
+    true
+}
+
+/// Whether a Reduce root's own part may go into its receive buffer first
+/// ([`fold_onto_own`]): it is the last rank or the last but one.
+pub fn own_part_first(p: usize, root: usize) -> bool {
+    root + 2 >= p
+}
+
 /// [`fold`] into an application's buffer of `unit`-byte elements, asking
 /// for its lines ahead of the stores as `ahead` says
 /// ([`prefetch::ahead_of_stores`]) where the combiner is cheap in pieces

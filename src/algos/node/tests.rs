@@ -154,16 +154,36 @@ pub(super) struct Interval {
 
 const POISON: u64 = u64::MAX;
 
+impl Interval {
+    /// `a ∘ b`.
+    fn of(a: u64, b: u64) -> u64 {
+        let ok = a != POISON && b != POISON && (a >> 32) as u32 + 1 == b as u32;
+        if ok {
+            (b & !0xFFFF_FFFF) | (a & 0xFFFF_FFFF)
+        } else {
+            POISON
+        }
+    }
+
+    /// Each element of `into` replaced by `f(it, the element of other)`.
+    fn elementwise(&self, into: &mut [u8], other: &[u8], f: impl Fn(u64, u64) -> u64) {
+        assert_eq!(into.len(), other.len());
+        for (d, o) in into.chunks_exact_mut(8).zip(other.chunks_exact(8)) {
+            let (x, y) = (u64::from_le_bytes((&*d).try_into().unwrap()), u64::from_le_bytes(o.try_into().unwrap()));
+            d.copy_from_slice(&f(x, y).to_le_bytes());
+        }
+        self.combined.fetch_add(into.len() as u64 / 8, Ordering::Relaxed);
+    }
+}
+
 impl Combiner for Interval {
     fn combine(&self, src: &[u8], dst: &mut [u8]) {
-        assert_eq!(src.len(), dst.len());
-        for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
-            let (a, b) = (u64::from_le_bytes(s.try_into().unwrap()), u64::from_le_bytes((&*d).try_into().unwrap()));
-            let ok = a != POISON && b != POISON && (a >> 32) as u32 + 1 == b as u32;
-            let v = if ok { (b & !0xFFFF_FFFF) | (a & 0xFFFF_FFFF) } else { POISON };
-            d.copy_from_slice(&v.to_le_bytes());
-        }
-        self.combined.fetch_add(src.len() as u64 / 8, Ordering::Relaxed);
+        self.elementwise(dst, src, |d, s| Interval::of(s, d));
+    }
+
+    fn combine_after(&self, first: &mut [u8], second: &[u8]) -> bool {
+        self.elementwise(first, second, Interval::of);
+        true
     }
 }
 
@@ -421,6 +441,41 @@ fn adaptive_reduce_is_exact_with_either_stores() {
     from_two_roots(TEST_GEO, EXPLORE as usize + 8, Timer::Root, body, |state| {
         state.memory.adaptation.reduce_stores.summary("calls")
     });
+}
+
+/// A root's own part put into its receive buffer first is folded with
+/// the others in the fold's order exactly where the root is the last rank
+/// or the last but one (with a combiner that combines after); elsewhere
+/// the buffer is left as it was, for the usual fold.
+#[test]
+fn fold_onto_own_keeps_the_folds_order() {
+    /// An operator that, as one through MPI_Reduce_local, cannot combine
+    /// into its first operand.
+    struct InFrontOnly(Interval);
+    impl Combiner for InFrontOnly {
+        fn combine(&self, src: &[u8], dst: &mut [u8]) {
+            self.0.combine(src, dst);
+        }
+    }
+    let count = 5;
+    for p in 1..=6 {
+        let parts: Vec<Vec<u8>> = (0..p).map(|r| vector(p, r, count)).collect();
+        for root in 0..p {
+            assert_eq!(reduction::own_part_first(p, root), root + 2 >= p);
+            let after = Interval { combined: AtomicU64::new(0) };
+            let in_front = InFrontOnly(Interval { combined: AtomicU64::new(0) });
+            for (behind, combiner) in [(true, &after as &dyn Combiner), (false, &in_front)] {
+                let mut out = parts[root].clone();
+                let folded = reduction::fold_onto_own(p, root, |r| &parts[r][..], &mut out, combiner);
+                assert_eq!(folded, root + 1 == p || (behind && root + 2 == p), "p={p} root={root} behind={behind}");
+                if folded {
+                    assert_elements_from(&out, p, 0, || format!("p={p} root={root} behind={behind}"));
+                } else {
+                    assert_eq!(out, parts[root], "p={p} root={root} behind={behind}: touched");
+                }
+            }
+        }
+    }
 }
 
 /// The canonical order (PCOLL_REPRODUCIBLE): `a ∘ b` hashes the ordered
