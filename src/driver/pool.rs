@@ -54,9 +54,9 @@ impl Tag {
 /// shared equally among the `host_ranks` ranks of the host, so that
 /// pcoll's segments never take more than half of it and the rest is left
 /// to the host MPI's own (and the program's). With 64 MiB (a container's
-/// default) and 2 ranks, 16 MiB each: six communicators' segments at
-/// the default 2.4 MiB per rank (chunk areas moving through 8 places; 1.5
-/// MiB where they stay put).
+/// default) and 2 ranks, 16 MiB each: four communicators' segments at
+/// the default 3.4 MiB per rank there (chunk areas moving through 8
+/// places, a queue of 2 MiB).
 pub fn default_budget(shm_bytes: usize, host_ranks: usize) -> usize {
     shm_bytes / 2 / host_ranks.max(1)
 }
@@ -190,9 +190,10 @@ mod tests {
     fn the_default_budget_is_half_of_dev_shm_among_the_hosts_ranks() {
         assert_eq!(default_budget(64 << 20, 2), 16 << 20);
         assert_eq!(default_budget(64 << 20, 0), 32 << 20);
-        // two ranks, 64 MiB: the default segment fits six times
-        let own = geo(2).own_range(1).1;
-        assert_eq!(default_budget(64 << 20, 2) / own, 6, "{own}");
+        // two ranks, 64 MiB: the default segment (a 2 MiB queue) fits four times
+        let budget = default_budget(64 << 20, 2);
+        let own = crate::select::config::ShmConfig::default().geometry(2, Some(budget)).own_range(1).1;
+        assert_eq!(budget / own, 4, "{own}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::algos::node::Sizes;
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
 use crate::shm::prefetch::Ahead;
-use crate::shm::segment::Geometry;
+use crate::shm::segment::{Geometry, LEAST_QUEUE_SLOTS, QUEUE_SLOTS, SLOTS_PER_SET};
 use crate::shm::team::NodeSettings;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -105,11 +105,14 @@ pub struct ShmConfig {
     pub chunk: usize,
     pub allreduce_chunk: usize,
     /// PCOLL_SHM_SLOTS, PCOLL_SHM_FRAGMENT, PCOLL_SHM_SETS: seed 002's
-    /// queue: slots per rank, fragment bytes (0: the paper's model per
-    /// message, up to a slot of 4 KiB), sets.
-    pub slots: usize,
+    /// queue: slots per rank (`None`: as many as the budget allows, up to
+    /// [`crate::shm::segment::QUEUE_SLOTS`]; [`ShmConfig::geometry`]),
+    /// fragment bytes (0: the paper's model per message, up to a slot of
+    /// 4 KiB), sets (`None`: one per
+    /// [`crate::shm::segment::SLOTS_PER_SET`] slots).
+    pub slots: Option<usize>,
     pub fragment: usize,
-    pub sets: usize,
+    pub sets: Option<usize>,
     /// PCOLL_SHM_RING, PCOLL_SHM_RING_BYTES: small messages' slots per
     /// rank, and the bytes a slot carries beyond its first line's.
     pub ring: usize,
@@ -161,9 +164,9 @@ impl Default for ShmConfig {
             leaders: None,
             chunk: Geometry::DEFAULT.chunk,
             allreduce_chunk: Geometry::DEFAULT.allreduce_chunk,
-            slots: Geometry::DEFAULT.slots,
+            slots: None,
             fragment: 0,
-            sets: Geometry::DEFAULT.sets,
+            sets: None,
             ring: Geometry::DEFAULT.ring,
             ring_bytes: Geometry::DEFAULT.ring_bytes,
             rotate: None,
@@ -192,20 +195,34 @@ impl ShmConfig {
     }
 
     /// The segment's layout for a node of `ranks` ranks, within a rank's
-    /// `budget` of /dev/shm where it has one ([`ShmConfig::rotations`]).
+    /// `budget` of /dev/shm where it has one: the chunk areas' places
+    /// first ([`ShmConfig::rotations`], with the queue at its least), then
+    /// by default the most queue slots, a power of two from
+    /// [`QUEUE_SLOTS`] down to [`LEAST_QUEUE_SLOTS`], whose block fits
+    /// [`BLOCKS_IN_BUDGET`] times in `budget` (in a 64 MiB /dev/shm: 2 MiB
+    /// at 2 ranks, 1 MiB from 3).
     pub fn geometry(&self, ranks: usize, budget: Option<usize>) -> Geometry {
-        let geo = Geometry {
+        let with_slots = |slots: usize| Geometry {
             ranks,
             chunk: self.chunk,
             allreduce_chunk: self.allreduce_chunk,
-            slots: self.slots,
+            slots,
             slot_bytes: self.slot_bytes(),
-            sets: self.sets.min(self.slots),
+            sets: self.sets.unwrap_or(slots / SLOTS_PER_SET).clamp(1, slots),
             ring: self.ring,
             ring_bytes: self.ring_bytes,
             rotations: 1,
         };
-        Geometry { rotations: self.rotations(geo, budget), ..geo }
+        let least = with_slots(self.slots.unwrap_or(LEAST_QUEUE_SLOTS));
+        let rotations = self.rotations(least, budget);
+        if self.slots.is_some() {
+            return Geometry { rotations, ..least };
+        }
+        let fits = |geo: &Geometry| budget.is_none_or(|budget| geo.block_bytes() * BLOCKS_IN_BUDGET <= budget);
+        std::iter::successors(Some(QUEUE_SLOTS), |&slots| (slots > LEAST_QUEUE_SLOTS).then_some(slots / 2))
+            .map(|slots| Geometry { rotations, ..with_slots(slots) })
+            .find(fits)
+            .unwrap_or(Geometry { rotations, ..least })
     }
 
     /// The places of a chunk area in `geo`: PCOLL_SHM_ROTATE, or by default
@@ -1020,6 +1037,27 @@ mod tests {
         assert!(parse(&[("PCOLL_SHM_ROTATE", "3")]).unwrap_err().to_string().contains("PCOLL_SHM_ROTATE"));
         let block = |rotations| Geometry { rotations, ..shm.geometry(2, None) }.block_bytes();
         assert_eq!(block(8) - block(1), 2 * 7 * (64 << 10), "two spans of 7 more chunks");
+    }
+
+    #[test]
+    fn the_queue_takes_as_many_slots_as_the_budget_allows() {
+        use crate::driver::pool::default_budget;
+        let shm = ShmConfig::default();
+        let in_64m = |ranks: usize| shm.geometry(ranks, Some(default_budget(64 << 20, ranks)));
+        let slots_and_sets = |geo: Geometry| (geo.slots, geo.sets);
+        assert_eq!(slots_and_sets(shm.geometry(64, None)), (QUEUE_SLOTS, QUEUE_SLOTS / SLOTS_PER_SET), "no budget");
+        assert_eq!(slots_and_sets(shm.geometry(2, Some(default_budget(24 << 30, 2)))), (1024, 256), "24 GiB");
+        assert_eq!([in_64m(2).slots, in_64m(3).slots, in_64m(8).slots], [512, 256, 256], "a 64 MiB /dev/shm");
+        assert_eq!(in_64m(2).rotations, 8, "the chunk areas' places come first");
+        for ranks in [2, 3, 4] {
+            assert!(in_64m(ranks).block_bytes() * BLOCKS_IN_BUDGET <= default_budget(64 << 20, ranks), "{ranks}");
+        }
+        let set = parse(&[("PCOLL_SHM_SLOTS", "64")]).unwrap().shm;
+        assert_eq!(slots_and_sets(set.geometry(2, None)), (64, 16), "as set, a set per 4 slots");
+        let set = parse(&[("PCOLL_SHM_SLOTS", "64"), ("PCOLL_SHM_SETS", "100")]).unwrap().shm;
+        assert_eq!(slots_and_sets(set.geometry(2, Some(1))), (64, 64), "as set, at most a set per slot");
+        let set = parse(&[("PCOLL_SHM_SETS", "2")]).unwrap().shm;
+        assert_eq!(slots_and_sets(set.geometry(2, None)), (QUEUE_SLOTS, 2));
     }
 
     #[test]

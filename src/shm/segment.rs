@@ -67,23 +67,18 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// The layout users get without PCOLL_SHM_* settings (`ranks` aside):
-    /// 64 KiB chunks (256 KiB for a flat Allreduce), a queue of 256 slots
-    /// of 4 KiB in 64 sets, a ring of [`RING`] slots of [`RING_BYTES`].
-    /// The queue's 1 MiB comes back to a set only after 63 other
-    /// operations, when the readers' caches hold its lines no more: a
-    /// root's copy-in to lines a reader still holds waits for each (in 2
-    /// sets of 64 slots of 16 KiB, a 32 KiB Bcast went to the slots of the
-    /// message before last; 2 ranks, back to back, 3.96 -> 3.27 us;
-    /// docs/measurements.md). The model's fragments up to 335 KiB
-    /// messages are a page anyway.
+    /// The layout users get without PCOLL_SHM_* settings (`ranks` aside)
+    /// where the budget allows: 64 KiB chunks (256 KiB for a flat
+    /// Allreduce), a queue of [`QUEUE_SLOTS`] slots of 4 KiB in sets of
+    /// [`SLOTS_PER_SET`], a ring of [`RING`] slots of [`RING_BYTES`].
+    /// The model's fragments up to 335 KiB messages are a page anyway.
     pub const DEFAULT: Geometry = Geometry {
         ranks: 0,
         chunk: 64 << 10,
         allreduce_chunk: 256 << 10,
-        slots: 256,
+        slots: QUEUE_SLOTS,
         slot_bytes: 4 << 10,
-        sets: 64,
+        sets: QUEUE_SLOTS / SLOTS_PER_SET,
         ring: RING,
         ring_bytes: RING_BYTES,
         rotations: ROTATIONS,
@@ -122,6 +117,27 @@ pub const INLINE: usize = 48;
 /// constant of the layout: the threaded tests choose their lengths
 /// around `LINES * INLINE`.
 pub const LINES: usize = 3;
+
+/// Default slots of a rank's Bcast queue (PCOLL_SHM_SLOTS), where the
+/// budget allows ([`crate::select::config::ShmConfig::geometry`]): 4 MiB,
+/// so that a set comes back to a reader only when its lines have left the
+/// reader's L2. A root's copy-in to lines a reader still holds waits for
+/// each: a ring written 32 KiB at a time and read by another core took
+/// 3.5 us a write at up to 512 KiB, 2.64 at 1 MiB, 1.01 at 2 MiB, 0.85 at
+/// 4 MiB (an EPYC VM, 1 MiB of L2 per core); the queue's Bcast back to
+/// back at 2 ranks, 1 MiB -> 4 MiB: 128 KiB 11.0 -> 5.3 us, 512 KiB 38 ->
+/// 20 (docs/measurements.md).
+pub const QUEUE_SLOTS: usize = 1024;
+
+/// The fewest slots the queue gets by default where the budget is small
+/// (1 MiB, the queue's size before [`QUEUE_SLOTS`]).
+pub const LEAST_QUEUE_SLOTS: usize = 256;
+
+/// Slots per set of the queue by default (PCOLL_SHM_SETS): a set of 16
+/// KiB, one handshake per 16 KiB rather than per page for the many-rank
+/// queue (4 ranks, back to back, 8 and 16 KiB: 2.28-2.99 and 3.18-3.67
+/// us against 2.99-3.05 and 3.96-5.07 with a set per slot).
+pub const SLOTS_PER_SET: usize = 4;
 
 /// Default slots per rank (PCOLL_SHM_RING): a step's slot is reused
 /// `ring` places later ([`place`]), so a writer of small messages whom no

@@ -10,8 +10,8 @@
 //! ([`model_fragment`]): `f* = sqrt(m t_w / (⌈m/b⌉ t))`, `b = s f` the
 //! queue, with the paper's ratio `t_w / t = 50` bytes, rounded up to a
 //! page, at most a slot (4 KiB by default: the model's own page for
-//! messages up to 335 KiB; see [`crate::shm::segment::Geometry::DEFAULT`]
-//! for why the slots are small and the sets many). The root copies in
+//! messages up to 335 KiB; see [`crate::shm::segment::QUEUE_SLOTS`]
+//! for why the queue is larger than a reader's L2). The root copies in
 //! with the stores its readers' timings favour ([`BcastStores`]) and tags
 //! every notification with them.
 //!
