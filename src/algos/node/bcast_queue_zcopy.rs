@@ -26,6 +26,7 @@
 //! the chosen way's, [`super::bcast_queue`] or [`super::bcast_zcopy`].
 //! Seed: 002 (the queue); the choice by the buffer is pcoll's own.
 
+use super::bcast_pipeline::pipeline;
 use super::bcast_queue::through_queue;
 use super::bcast_timed::timed_way;
 use super::bcast_zcopy::{copy_across, offer, METHOD};
@@ -33,8 +34,26 @@ use super::{NodeCall, Team};
 use crate::exec::Combiner;
 use crate::shm::team::{Mismatch, Via};
 
-/// The root's word in the first step: 1 for zero copy, 0 for the queue.
-const ZERO_COPY: u64 = 1;
+/// How a Bcast that the root chooses for everyone moves the message: the
+/// root's word in the first step (the `shm` Bcast's three ways).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Route {
+    Queue,
+    ZeroCopy,
+    Pipeline,
+}
+
+impl Route {
+    const ALL: [Route; 3] = [Route::Queue, Route::ZeroCopy, Route::Pipeline];
+
+    fn word(self) -> u64 {
+        Route::ALL.iter().position(|&r| r == self).unwrap_or(0) as u64
+    }
+
+    fn of_word(word: u64) -> Route {
+        Route::ALL.get(word as usize).copied().unwrap_or(Route::Queue)
+    }
+}
 
 /// The queue, or where the root's buffer is its last one, zero copy or
 /// (with PCOLL_SHM_ADAPT) the way the root's timings of such messages
@@ -46,36 +65,63 @@ pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> 
         // A reader there follows the root's word as below.
         return timed_way(team, data, root, true);
     }
-    as_root_says(team, data, root, zero_copy)
+    as_root_says(team, data, root, if zero_copy { Route::ZeroCopy } else { Route::Queue })
 }
 
-/// Zero copy if the root says so in the first step (`zero_copy`, read on
-/// the root only), else the queue. The team must have [`Team::peers`]
-/// where the root may say zero copy.
-pub(super) fn as_root_says(team: &mut Team<'_>, data: &mut [u8], root: usize, zero_copy: bool) -> Result<(), Mismatch> {
+/// The way the root says in the first step (`route`, read on the root
+/// only). The team must have [`Team::peers`] where the root may say zero
+/// copy.
+pub(super) fn as_root_says(team: &mut Team<'_>, data: &mut [u8], root: usize, route: Route) -> Result<(), Mismatch> {
+    let (s, route) = name_route(team, data, root, route)?;
+    take_route(team, data, root, s, route)
+}
+
+/// The first step of [`as_root_says`]: the root publishes its head and
+/// `route` (read on the root only), a reader checks the head and reads
+/// the route; for zero copy and the pipeline every rank also publishes
+/// its buffer and waits until all have (so that a root's timing starts
+/// when all have arrived). Returns the step and the route.
+pub(super) fn name_route(team: &mut Team<'_>, data: &mut [u8], root: usize, route: Route) -> Result<(u64, Route), Mismatch> {
     let s = team.next_step();
-    let zero_copy = if team.rank == root {
-        offer(team, data, s, Some(if zero_copy { ZERO_COPY } else { 0 }));
-        zero_copy
+    let route = if team.rank == root {
+        offer(team, data, s, Some(route.word()));
+        route
     } else {
         // The root's head before its word: a reader of another call (an
         // erroneous program) takes no part.
         team.wait_ready(root, s);
         team.check(root, s, Via::Area, team.mine())?;
-        let zero_copy = team.word(root, s, METHOD) == ZERO_COPY;
-        if zero_copy {
+        let route = Route::of_word(team.word(root, s, METHOD));
+        if route != Route::Queue {
             offer(team, data, s, None);
         }
-        zero_copy
+        route
     };
-    if zero_copy {
+    if route != Route::Queue {
         team.wait_all_ready(s);
-        return copy_across(team, data, root, s);
     }
-    team.finish(s);
-    let queue = team.state.memory.queue;
-    through_queue(team, data, root, queue.fragment, queue.tree);
-    Ok(())
+    Ok((s, route))
+}
+
+/// The rest of [`as_root_says`] after its first step `s`. A pipeline
+/// ends in a barrier, so that the root's time includes the readers' last
+/// copy-out.
+pub(super) fn take_route(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64, route: Route) -> Result<(), Mismatch> {
+    match route {
+        Route::ZeroCopy => copy_across(team, data, root, s),
+        Route::Queue => {
+            team.finish(s);
+            let queue = team.state.memory.queue;
+            through_queue(team, data, root, queue.fragment, queue.tree);
+            Ok(())
+        }
+        Route::Pipeline => {
+            team.finish(s);
+            pipeline(team, data, root)?;
+            team.barrier();
+            Ok(())
+        }
+    }
 }
 
 /// [`queue_or_zero_copy`], as the registry runs it.

@@ -8,17 +8,21 @@
 //! ([`crate::adapt::choice`]) and names the faster in the call's first
 //! step, which every rank follows:
 //! - from [`TIMED_FROM`] bytes (PCOLL_SHM_BCAST_TIMED), zero copy against
-//!   the pipeline (16 MiB, 2 ranks: either took up to a third longer than
-//!   the other in some state of one VM);
-//! - below, from a sixteenth of it, zero copy against the queue (2 ranks,
-//!   32 KiB, back to back on hot buffers: on a Xeon VM zero copy 2.7-3.4
-//!   against 4.4-5.6 us, on an EPYC VM the queue 3.2 against 4.4), timed
-//!   apart for messages the root broadcasts from its last Bcast's buffer
-//!   (hot: on the Xeon VM zero copy won them where the queue won cold
-//!   ones, 16-32 KiB; see [`super::bcast_queue_zcopy`]), with each
-//!   call counted for at most twice the estimate
-//!   ([`TimedChoice::bounded`]: one preempted reader otherwise switched
-//!   the way of a barrier-separated loop).
+//!   the pipeline for messages from a buffer new to the root (16 MiB, 2
+//!   ranks: either took up to a third longer than the other in some
+//!   state of one VM);
+//! - below, from a sixteenth of it, and at any size from there for
+//!   messages the root broadcasts from its last Bcast's buffer (hot),
+//!   zero copy against the queue (2 ranks, 32 KiB, back to back on hot
+//!   buffers: on a Xeon VM zero copy 2.7-3.4 against 4.4-5.6 us, on an
+//!   EPYC VM the queue 3.2 against 4.4), timed apart for hot messages (on
+//!   the Xeon VM zero copy won them where the queue won cold ones, 16-32
+//!   KiB; see [`super::bcast_queue_zcopy`]). Hot from 256 KiB the
+//!   pipeline lost to both: its two chunk areas come back to the reader
+//!   while its L2 holds them, the 4 MiB queue does not (EPYC VM, 2 ranks,
+//!   back to back, 512 KiB: queue 27.5-28.8 us, zero copy 42, pipeline
+//!   47-52); on new buffers the pipeline stays ahead of the queue from
+//!   512 KiB (`sync`: 47 against 51 us).
 //!
 //! Both times run from the root's arrival (zero copy, the pipeline) or
 //! the queue's being empty (the queue) to every reader's having its copy,
@@ -28,14 +32,14 @@
 //! otherwise does not ([`QUEUE_TIMED_EVERY`]). Without PCOLL_SHM_ADAPT:
 //! zero copy. Where ranks outnumber cores: always the pipeline.
 //!
-//! Trace, p = 2, root 0, calls of 2 MiB: the first call of the size class
-//! warms up with zero copy, the second times zero copy, the third the
-//! pipeline (after the first step both ranks finish it, run the pipeline
-//! and meet at a barrier); from then on the root names the faster, and
+//! Trace, p = 2, root 0, calls of 2 MiB from new buffers: the first call
+//! of the size class warms up with zero copy, the second times zero copy,
+//! the third the pipeline (after the first step both ranks finish it,
+//! run the pipeline and meet at a barrier); from then on the root names the faster, and
 //! the other once in [`crate::adapt::choice::EXPLORE`] calls. Calls of
 //! 32 KiB: warm-up and a timed call through the queue, then zero copy
 //! (its first call after the queue not counted), and so on; the same
-//! again for the first call from the root's last buffer.
+//! again, at either size, for calls from the root's last buffer.
 //!
 //! Limitations: one node, with zero copy; each root times for itself, per
 //! communicator; a timed pipeline takes a step and a barrier more than
@@ -50,8 +54,8 @@ use std::time::Instant;
 
 use super::bcast_pipeline::pipeline;
 use super::bcast_queue::wait_counted_out;
-use super::bcast_queue_zcopy::as_root_says;
-use super::bcast_zcopy::{announce, copy_across, zero_copy, METHOD};
+use super::bcast_queue_zcopy::{as_root_says, name_route, take_route, Route};
+use super::bcast_zcopy::zero_copy;
 use super::{NodeCall, Team};
 use crate::adapt::choice::{Alternative, TimedChoice};
 use crate::exec::Combiner;
@@ -126,8 +130,9 @@ pub const QUEUE_TIMED_EVERY: u64 = 8;
 /// `shm`: where ranks outnumber cores, the pipeline; without
 /// PCOLL_SHM_ADAPT, zero copy; else from the choice's
 /// [`crate::adapt::choice::TimedChoice::from`] bytes ([`TIMED_FROM`] by
-/// default) zero copy or the pipeline, below it the queue or zero copy,
-/// as the root's timings favour. The team must have [`Team::peers`].
+/// default) zero copy or the pipeline, below it and for messages from
+/// the root's last buffer the queue or zero copy, as the root's timings
+/// favour. The team must have [`Team::peers`].
 pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let n = data.len();
     if team.settings.oversubscribed {
@@ -143,38 +148,37 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     // In either role: a root that read into this buffer in the last call
     // has it in its caches too.
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
-    if n < team.state.memory.bcast_method.from() {
+    if team.rank != root {
+        // The route is the root's word.
+        return as_root_says(team, data, root, Route::Queue);
+    }
+    if n < team.state.memory.bcast_method.from() || hot {
         return timed_way(team, data, root, hot);
     }
-    let pick = (team.rank == root).then(|| team.state.memory.bcast_method.pick(n));
-    let s = announce(team, data, root, pick.map(|pick| pick.method))?;
+    let pick = team.state.memory.bcast_method.pick(n);
+    let route = match pick.method {
+        Method::ZeroCopy => Route::ZeroCopy,
+        Method::Pipeline => Route::Pipeline,
+    };
+    let (s, route) = name_route(team, data, root, route)?;
     // From the moment all have arrived: their lateness is no method's.
     let start = Instant::now();
-    match Method::BOTH[team.word(root, s, METHOD) as usize] {
-        Method::ZeroCopy => copy_across(team, data, root, s)?,
-        Method::Pipeline => {
-            team.finish(s);
-            pipeline(team, data, root)?;
-            // The root's time then includes the readers' last copy-out.
-            team.barrier();
-        }
-    }
-    if let Some(pick) = pick {
-        let choice = &mut team.state.memory.bcast_method;
-        if let Some(change) = choice.record(pick, n, start.elapsed()) {
-            log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
-        }
+    take_route(team, data, root, s, route)?;
+    let choice = &mut team.state.memory.bcast_method;
+    if let Some(change) = choice.record(pick, n, start.elapsed()) {
+        log::debug!("shm Bcast of {} B and more from this root, now: {change}", choice.class_bytes(&pick));
     }
     Ok(())
 }
 
-/// Below [`TIMED_FROM`] (and for `shm_queue_zcopy`'s hot messages): the
-/// queue or zero copy, as the root's timings of `hot` messages (from its
-/// last Bcast's buffer) or of the others favour; a reader follows the
-/// root's word. The team must have [`Team::peers`].
+/// The root's way for messages below [`TIMED_FROM`] and for `hot` ones
+/// of any size (from its last Bcast's buffer), and for
+/// `shm_queue_zcopy`'s hot messages: the queue or zero copy, as its
+/// timings of such messages favour; a reader follows the root's word.
+/// The team must have [`Team::peers`].
 pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: bool) -> Result<(), Mismatch> {
     if team.rank != root {
-        return as_root_says(team, data, root, false);
+        return as_root_says(team, data, root, Route::Queue);
     }
     let n = data.len();
     let pick = team.state.memory.bcast_way(hot).pick(n);
@@ -186,7 +190,7 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         wait_counted_out(team);
     }
     let start = Instant::now();
-    as_root_says(team, data, root, !queue)?;
+    as_root_says(team, data, root, if queue { Route::Queue } else { Route::ZeroCopy })?;
     if timed {
         if queue {
             wait_counted_out(team);

@@ -23,37 +23,15 @@
 //! Seed: none (pcoll's own: cross-memory attach in place of seed 002's
 //! copies through the segment, for large messages).
 
-use super::bcast_timed::Method;
+use super::bcast_queue_zcopy::{as_root_says, Route};
 use super::{NodeCall, Team};
-use crate::adapt::choice::Alternative;
 use crate::exec::Combiner;
 use crate::shm::team::{Mismatch, Via};
 
 /// Published words of the first step: every rank's buffer address, and
-/// the root's method ([`super::bcast_timed::timed`]).
+/// the root's route ([`Route`]).
 const BUFFER: usize = 0;
 pub(super) const METHOD: usize = 1;
-
-/// The first step of a zero-copy or timed broadcast: every rank publishes
-/// its buffer, the root also `method`; returns the step once all have. A
-/// reader publishes only once it has checked the root's head: a reader of
-/// another call (an erroneous program) follows the root's call instead
-/// (see the driver's dispatch), and must not have offered its buffer.
-pub(super) fn announce(
-    team: &mut Team<'_>,
-    data: &mut [u8],
-    root: usize,
-    method: Option<Method>,
-) -> Result<u64, Mismatch> {
-    let s = team.next_step();
-    if team.rank != root {
-        team.wait_ready(root, s);
-        team.check(root, s, Via::Area, team.mine())?;
-    }
-    offer(team, data, s, method.map(|m| m.index() as u64));
-    team.wait_all_ready(s);
-    Ok(s)
-}
 
 /// Publishes this rank's buffer as step `s`, with the root's `method`
 /// word where it has one.
@@ -66,13 +44,16 @@ pub(super) fn offer(team: &mut Team<'_>, data: &mut [u8], s: u64, method: Option
     team.publish(s);
 }
 
-/// The zero-copy broadcast; the team must have [`Team::peers`].
+/// The zero-copy broadcast; the team must have [`Team::peers`]. In the
+/// first step every rank publishes its buffer (a reader once it has
+/// checked the root's head: a reader of another call, in an erroneous
+/// program, follows the root's call instead, see the driver's dispatch,
+/// and must not have offered its buffer) and waits for the others.
 pub fn zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
-    let s = announce(team, data, root, None)?;
-    copy_across(team, data, root, s)
+    as_root_says(team, data, root, Route::ZeroCopy)
 }
 
-/// Zero copy after [`announce`] as step `s`. The root writes only into
+/// Zero copy after its first step `s`. The root writes only into
 /// readers whose head it checked (a reader of another call published no
 /// buffer of this call's length), serves the others, and reports the
 /// first such reader at the end.
