@@ -15,7 +15,9 @@
 //! that reserves them (the default policy), so each rank's block lies on
 //! its own node (checked with `move_pages` and logged). The name is
 //! unlinked as soon as every rank has mapped it, so nothing is left in
-//! /dev/shm even if the job is killed later.
+//! /dev/shm even if the job is killed later; then each rank maps every
+//! page of the segment into its page tables at once, so that no call
+//! pays a page fault.
 
 use super::segment::{Geometry, Segment, PAGE};
 use super::{NodeOs, PeerMemory, SegmentName};
@@ -61,8 +63,9 @@ impl NodeOs for Linux {
         unlink(name)
     }
 
-    /// The placement logged.
+    /// The page tables filled ([`populate`]), the placement logged.
     fn settle(&self, mapping: &Mapping, local: usize) {
+        populate(mapping);
         log_placement(&mapping.seg, local);
     }
 
@@ -348,6 +351,23 @@ fn current_numa_node() -> i32 {
     }
 }
 
+/// Fills this process's page tables for the whole segment, once every
+/// rank has reserved its pages: a page first touched in a call costs
+/// that call a fault (about 1-2 us on the development VMs), and a queue
+/// of 2 MiB per rank brings fresh pages to every small Bcast for its
+/// first 128 calls (2 ranks, 8 KiB with a synchronised start, Intel MPI
+/// host, a 4 MiB queue: 8.4-10.7 us a call instead of 2.5-3.0). Linux
+/// 5.14 and later; on older kernels the pages fault in as they are first
+/// touched, as before.
+fn populate(mapping: &Mapping) {
+    // SAFETY: advice on the whole of this process's own mapping; it maps
+    // the pages every rank has reserved and changes no byte.
+    let rc = unsafe { libc::madvise(mapping.seg.base().cast(), mapping.len, libc::MADV_POPULATE_WRITE) };
+    if rc != 0 {
+        log::debug!("node layer: segment pages not mapped ahead (madvise: {})", std::io::Error::last_os_error());
+    }
+}
+
 /// Logs where this rank's block ended up (move_pages in query mode).
 fn log_placement(seg: &Segment, local: usize) {
     if !log::log_enabled!(log::Level::Debug) {
@@ -547,6 +567,26 @@ mod tests {
             zero.seg.block_range(1).0.read()
         };
         assert_eq!(seen, 7);
+    }
+
+    #[test]
+    fn a_settled_segment_is_mapped_in_whole() {
+        // The resident bytes of the mapping at `start` in /proc/self/smaps.
+        let resident = |start: usize| -> usize {
+            let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+            let head = format!("{start:x}-");
+            let mut fields = smaps.lines().skip_while(|line| !line.starts_with(&head)).skip(1);
+            let rss = fields.find(|line| line.starts_with("Rss:"));
+            rss.and_then(|line| line.split_whitespace().nth(1)?.parse::<usize>().ok()).expect("an Rss line") << 10
+        };
+        let (name, zero) = create_fresh(GEO, segment_name).expect("a segment");
+        let one = map(&name, GEO, 1).expect("opened");
+        unlink(&name);
+        let start = zero.seg.base() as usize;
+        assert!(resident(start) < GEO.total_bytes(), "not yet mapped in whole");
+        Linux.settle(&zero, 0);
+        assert_eq!(resident(start), zero.len, "every page mapped");
+        drop(one);
     }
 
     #[test]
