@@ -1046,7 +1046,7 @@ mod tests {
         let in_64m = |ranks: usize| shm.geometry(ranks, Some(default_budget(64 << 20, ranks)));
         let slots_and_sets = |geo: Geometry| (geo.slots, geo.sets);
         assert_eq!(slots_and_sets(shm.geometry(64, None)), (QUEUE_SLOTS, QUEUE_SLOTS / SLOTS_PER_SET), "no budget");
-        assert_eq!(slots_and_sets(shm.geometry(2, Some(default_budget(24 << 30, 2)))), (1024, 256), "24 GiB");
+        assert_eq!(slots_and_sets(shm.geometry(2, Some(default_budget(24 << 30, 2)))), (512, 128), "24 GiB");
         assert_eq!([in_64m(2).slots, in_64m(3).slots, in_64m(8).slots], [512, 256, 256], "a 64 MiB /dev/shm");
         assert_eq!(in_64m(2).rotations, 8, "the chunk areas' places come first");
         for ranks in [2, 3, 4] {

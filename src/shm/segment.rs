@@ -119,15 +119,17 @@ pub const INLINE: usize = 48;
 pub const LINES: usize = 3;
 
 /// Default slots of a rank's Bcast queue (PCOLL_SHM_SLOTS), where the
-/// budget allows ([`crate::select::config::ShmConfig::geometry`]): 4 MiB,
+/// budget allows ([`crate::select::config::ShmConfig::geometry`]): 2 MiB,
 /// so that a set comes back to a reader only when its lines have left the
-/// reader's L2. A root's copy-in to lines a reader still holds waits for
-/// each: a ring written 32 KiB at a time and read by another core took
-/// 3.5 us a write at up to 512 KiB, 2.64 at 1 MiB, 1.01 at 2 MiB, 0.85 at
-/// 4 MiB (an EPYC VM, 1 MiB of L2 per core); the queue's Bcast back to
-/// back at 2 ranks, 1 MiB -> 4 MiB: 128 KiB 11.0 -> 5.3 us, 512 KiB 38 ->
-/// 20 (docs/measurements.md).
-pub const QUEUE_SLOTS: usize = 1024;
+/// reader's L2, and not so much that cold calls find them gone from L3
+/// too. A root's copy-in to lines a reader still holds waits for each: a
+/// ring written 32 KiB at a time and read by another core took 3.5 us a
+/// write at up to 512 KiB, 2.64 at 1 MiB, 1.01 at 2 MiB, 0.85 at 4 MiB
+/// (an EPYC VM, 1 MiB of L2 per core). The queue's Bcast at 2 ranks
+/// through 1 / 2 / 4 MiB: back to back on hot buffers 128 KiB 12.2 / 7.5
+/// / 6.1 us, 512 KiB 39 / 25 / 23; on rotating cold buffers 32 KiB 4.8 /
+/// 4.2 / 4.9, 512 KiB 54 / 48 / 56 (docs/measurements.md).
+pub const QUEUE_SLOTS: usize = 512;
 
 /// The fewest slots the queue gets by default where the budget is small
 /// (1 MiB, the queue's size before [`QUEUE_SLOTS`]).

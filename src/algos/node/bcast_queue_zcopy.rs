@@ -81,7 +81,12 @@ pub(super) fn as_root_says(team: &mut Team<'_>, data: &mut [u8], root: usize, ro
 /// the route; for zero copy and the pipeline every rank also publishes
 /// its buffer and waits until all have (so that a root's timing starts
 /// when all have arrived). Returns the step and the route.
-pub(super) fn name_route(team: &mut Team<'_>, data: &mut [u8], root: usize, route: Route) -> Result<(u64, Route), Mismatch> {
+pub(super) fn name_route(
+    team: &mut Team<'_>,
+    data: &mut [u8],
+    root: usize,
+    route: Route,
+) -> Result<(u64, Route), Mismatch> {
     let s = team.next_step();
     let route = if team.rank == root {
         offer(team, data, s, Some(route.word()));
@@ -106,7 +111,13 @@ pub(super) fn name_route(team: &mut Team<'_>, data: &mut [u8], root: usize, rout
 /// The rest of [`as_root_says`] after its first step `s`. A pipeline
 /// ends in a barrier, so that the root's time includes the readers' last
 /// copy-out.
-pub(super) fn take_route(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64, route: Route) -> Result<(), Mismatch> {
+pub(super) fn take_route(
+    team: &mut Team<'_>,
+    data: &mut [u8],
+    root: usize,
+    s: u64,
+    route: Route,
+) -> Result<(), Mismatch> {
     match route {
         Route::ZeroCopy => copy_across(team, data, root, s),
         Route::Queue => {

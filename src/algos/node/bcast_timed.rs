@@ -19,7 +19,7 @@
 //!   the Xeon VM zero copy won them where the queue won cold ones, 16-32
 //!   KiB; see [`super::bcast_queue_zcopy`]). Hot from 256 KiB the
 //!   pipeline lost to both: its two chunk areas come back to the reader
-//!   while its L2 holds them, the 4 MiB queue does not (EPYC VM, 2 ranks,
+//!   while its L2 holds them, the 2 MiB queue does not (EPYC VM, 2 ranks,
 //!   back to back, 512 KiB: queue 27.5-28.8 us, zero copy 42, pipeline
 //!   47-52); on new buffers the pipeline stays ahead of the queue from
 //!   512 KiB (`sync`: 47 against 51 us).
