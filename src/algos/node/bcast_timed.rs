@@ -19,10 +19,10 @@
 //!   the Xeon VM zero copy won them where the queue won cold ones, 16-32
 //!   KiB; see [`super::bcast_queue_zcopy`]). Hot from 256 KiB the
 //!   pipeline lost to both: its two chunk areas come back to the reader
-//!   while its L2 holds them, the 2 MiB queue does not (EPYC VM, 2 ranks,
-//!   back to back, 512 KiB: queue 27.5-28.8 us, zero copy 42, pipeline
-//!   47-52); on new buffers the pipeline stays ahead of the queue from
-//!   512 KiB (`sync`: 47 against 51 us).
+//!   while its L2 holds them, the queue, larger than L2, does not (EPYC
+//!   VM, 2 ranks, back to back, 512 KiB, a 4 MiB queue: queue 27.5-28.8
+//!   us, zero copy 42, pipeline 47-52); on new buffers the pipeline stays
+//!   ahead of the queue from 512 KiB (`sync`: 47 against 51 us).
 //!
 //! Both times run from the root's arrival (zero copy, the pipeline) or
 //! the queue's being empty (the queue) to every reader's having its copy,
@@ -35,11 +35,12 @@
 //! Trace, p = 2, root 0, calls of 2 MiB from new buffers: the first call
 //! of the size class warms up with zero copy, the second times zero copy,
 //! the third the pipeline (after the first step both ranks finish it,
-//! run the pipeline and meet at a barrier); from then on the root names the faster, and
-//! the other once in [`crate::adapt::choice::EXPLORE`] calls. Calls of
-//! 32 KiB: warm-up and a timed call through the queue, then zero copy
-//! (its first call after the queue not counted), and so on; the same
-//! again, at either size, for calls from the root's last buffer.
+//! run the pipeline and meet at a barrier); from then on the root names
+//! the faster, and the other once in [`crate::adapt::choice::EXPLORE`]
+//! calls. Calls of 32 KiB: warm-up and a timed call through the queue,
+//! then zero copy (its first call after the queue not counted), and so
+//! on; the same again, at either size, for calls from the root's last
+//! buffer.
 //!
 //! Limitations: one node, with zero copy; each root times for itself, per
 //! communicator; a timed pipeline takes a step and a barrier more than
