@@ -149,11 +149,8 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     // In either role: a root that read into this buffer in the last call
     // has it in its caches too.
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
-    if team.rank != root {
-        // The route is the root's word.
-        return as_root_says(team, data, root, Route::Queue);
-    }
-    if n < team.state.memory.bcast_method.from() || hot {
+    // A reader follows the root's word there, whichever route it names.
+    if team.rank != root || n < team.state.memory.bcast_method.from() || hot {
         return timed_way(team, data, root, hot);
     }
     let pick = team.state.memory.bcast_method.pick(n);
