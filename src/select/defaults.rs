@@ -24,13 +24,17 @@ pub const DEFAULT_RULES: &str = "\
 allreduce nodes=1 bytes<8K shm_flat
 allreduce nodes=1 p>2 bytes<16K shm_flat
 # Under Intel MPI, whose shared-memory point-to-point moves hot vectors
-# faster than pcoll's zero copy, Rabenseifner over it from 128 KiB to
-# 1 MiB at 2 ranks (Zen 3 VM, against shm_flat_zcopy, us: b2b 128 KiB
-# 10.5-17.3 against 16.4-19.9, 512 KiB 45-53 against 57-64; osu 512 KiB
-# 39-51 against 58-65; b2b-cold 512 KiB 116-118 against 133-143; cold,
-# synchronised: 128 KiB 26.6-28.7 against 26.7-27.9, 1 MiB 208-214
-# against 212-239). From 1.5 MiB Intel's point-to-point took about a
-# millisecond in some jobs (0.96-1.46 ms against pcoll's 0.21-0.56).
+# faster than pcoll's node layer, the ring over it from 64 KiB to 1 MiB
+# at 2 ranks (commutative operators; the others Rabenseifner from 128
+# KiB, which keeps their order). EPYC VM, jobs alternating, ratio to
+# Intel's stock, ring / shm_flat_zcopy: 64 KiB osu 1.01 / 0.77, b2b
+# 1.03 / 0.63, sync 1.03-1.05 / 1.06-1.08; 128 KiB-1 MiB 0.95-1.02 in
+# every mode, where Rabenseifner had 0.86-0.98. At 32 KiB the ring won
+# as much on hot vectors (osu 1.01 / 0.69) but lost a tenth on cold ones
+# (sync 1.05-1.10 / 1.16-1.34): cold calls keep the node layer. From
+# 1.5 MiB Intel's point-to-point took about a millisecond in some jobs
+# (0.96-1.46 ms against pcoll's 0.21-0.56). docs/measurements.md.
+allreduce nodes=1 p<3 mpi=intel bytes>=64K bytes<=1M ring
 allreduce nodes=1 p<3 mpi=intel bytes>=128K bytes<=1M rabenseifner
 allreduce nodes=1 p<3 shm_flat_zcopy
 allreduce nodes=1 bytes<1M shm_flat

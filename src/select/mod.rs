@@ -243,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn an_allreduce_at_two_ranks_under_intel_mpi_runs_rabenseifner_from_128_kib_to_1_mib() {
+    fn an_allreduce_at_two_ranks_under_intel_mpi_runs_the_ring_from_64_kib_to_1_mib() {
         let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
             let d = CallDesc { topo: node, ..desc(Coll::Allreduce, p, bytes) };
@@ -252,17 +252,24 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let sizes = [(128 << 10) - 8, 128 << 10, 1 << 20, (1 << 20) + 8];
+        let sizes = [(64 << 10) - 8, 64 << 10, 128 << 10, 1 << 20, (1 << 20) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        assert_eq!(intel, ["shm_flat_zcopy", "rabenseifner", "rabenseifner", "shm_flat_zcopy"]);
+        assert_eq!(intel, ["shm_flat_zcopy", "ring", "ring", "ring", "shm_flat_zcopy"]);
         for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
-            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 4], "{other:?}");
+            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 5], "{other:?}");
         }
         assert_eq!(pick(Some(HostMpi::Intel), 3, 512 << 10), "shm_flat");
-        // Rabenseifner keeps the operands' order: non-commutative operators too.
-        let d = CallDesc { topo: node, commutative: false, ..desc(Coll::Allreduce, 2, 512 << 10) };
+        // The ring takes commutative operators only; Rabenseifner keeps the
+        // operands' order, from 128 KiB, and the node layer below.
         let intel = Config { host_mpi: Some(HostMpi::Intel), ..Config::default() };
-        assert!(matches!(decide(&intel, &d, Some(512 << 10)), Decision::Run(a, ..) if a.name == "rabenseifner"));
+        let noncommutative = |bytes: usize| {
+            let d = CallDesc { topo: node, commutative: false, ..desc(Coll::Allreduce, 2, bytes) };
+            match decide(&intel, &d, Some(bytes)) {
+                Decision::Run(a, _, _) => a.name,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!([64 << 10, 128 << 10, 1 << 20].map(noncommutative), ["shm_flat_zcopy", "rabenseifner", "rabenseifner"]);
     }
 
     #[test]
