@@ -1020,11 +1020,32 @@ static CT_UNUSED void ct_salt_sync(uint64_t stage)
     g_salt_n = stage << 32;
 }
 
-/* Allreduce of `count` elements on comm; compares with PMPI_Allreduce.
+/* The buffers of an Allreduce case: input, output, and the reference's. */
+typedef struct {
+    char *in, *out, *refin, *refout;
+} ct_allreduce_bufs;
+
+static CT_UNUSED ct_allreduce_bufs ct_allreduce_alloc(size_t bytes)
+{
+    ct_allreduce_bufs b = {(char *)ct_malloc(bytes), (char *)ct_malloc(bytes), (char *)ct_malloc(bytes),
+                           (char *)ct_malloc(bytes)};
+    return b;
+}
+
+static CT_UNUSED void ct_allreduce_free(ct_allreduce_bufs b)
+{
+    free(b.in);
+    free(b.out);
+    free(b.refin);
+    free(b.refout);
+}
+
+/* Allreduce of `count` elements on comm in the buffers b (at least
+ * count elements each); compares with PMPI_Allreduce.
  * record_hash: 0 no cross-rank check, 1 record for the final check over
  * MPI_COMM_WORLD (all ranks must run the same cases), 2 check now on comm. */
-static CT_UNUSED void ct_allreduce_case(const ct_type *t, int op, long count, int inplace, MPI_Comm comm,
-                                        const char *cname, int record_hash)
+static CT_UNUSED void ct_allreduce_case_in(ct_allreduce_bufs b, const ct_type *t, int op, long count, int inplace,
+                                           MPI_Comm comm, const char *cname, int record_hash)
 {
     int rank, np;
     PMPI_Comm_rank(comm, &rank);
@@ -1033,8 +1054,7 @@ static CT_UNUSED void ct_allreduce_case(const ct_type *t, int op, long count, in
     size_t bytes = (size_t)count * (size_t)t->size;
     ct_set_case("MPI_Allreduce comm=%s type=%s op=%s count=%ld%s", cname, t->name, g_ops[op].name, count,
                 inplace ? " MPI_IN_PLACE" : "");
-    char *in = (char *)ct_malloc(bytes), *out = (char *)ct_malloc(bytes);
-    char *refin = (char *)ct_malloc(bytes), *refout = (char *)ct_malloc(bytes);
+    char *in = b.in, *out = b.out, *refin = b.refin, *refout = b.refout;
     ct_fill(t, op, in, count, salt, rank, np);
     memcpy(refin, in, bytes);
     int rc;
@@ -1067,10 +1087,15 @@ static CT_UNUSED void ct_allreduce_case(const ct_type *t, int op, long count, in
             ct_fail("%s: Allreduce result differs between ranks (checksums: this rank 0x%016llx, min 0x%016llx, "
                     "max 0x%016llx)", g_case, (unsigned long long)h, (unsigned long long)mn, (unsigned long long)mx);
     }
-    free(in);
-    free(out);
-    free(refin);
-    free(refout);
+}
+
+/* ct_allreduce_case_in on buffers of its own. */
+static CT_UNUSED void ct_allreduce_case(const ct_type *t, int op, long count, int inplace, MPI_Comm comm,
+                                        const char *cname, int record_hash)
+{
+    ct_allreduce_bufs b = ct_allreduce_alloc((size_t)count * (size_t)t->size);
+    ct_allreduce_case_in(b, t, op, count, inplace, comm, cname, record_hash);
+    ct_allreduce_free(b);
 }
 
 /* Reduce to root; reference via PMPI_Allreduce (never stock PMPI_Reduce).

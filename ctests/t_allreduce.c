@@ -64,6 +64,17 @@ int main(int argc, char **argv)
      * (PCOLL_SHM_ADAPT) uses ordinary stores from a class's third call. */
     for (int rep = 0; rep < 4; rep++)
         core("MPI_DOUBLE", O_SUM, 40000 + rep, rep & 1);
+    /* One size class on the same buffers again and again, as loops meet
+     * them: shm_flat_zcopy goes by zero copy, and shm_flat_ring hands the
+     * runs of calls (16) that every rank votes hot for to the ring over
+     * the host. In place in the last calls: the input moves once. */
+    if (ct_want(1)) {
+        const long count = 5000; /* 40000 B of doubles */
+        ct_allreduce_bufs b = ct_allreduce_alloc((size_t)count * sizeof(double));
+        for (int rep = 0; rep < 40; rep++)
+            ct_allreduce_case_in(b, ct_type_by_name("MPI_DOUBLE"), O_SUM, count, rep >= 32, w, "WORLD", 1);
+        ct_allreduce_free(b);
+    }
     if (g_big) {
         core("MPI_INT", O_SUM, 2L * 1024 * 1024, 0);    /* 8 MiB */
         core("MPI_DOUBLE", O_SUM, 1024L * 1024 + 3, 1); /* 8 MiB + 24 B, in place */

@@ -138,6 +138,10 @@ pub struct Algorithm {
     pub canonical: bool,
     /// The seed paper it comes from ("000".."004"), if any.
     pub seed: Option<&'static str>,
+    /// A node algorithm that hands hot calls to the host MPI: the schedule
+    /// algorithm of the same collective it runs them with
+    /// ([`node::HostWay`]).
+    pub hot_by: Option<&'static str>,
 }
 
 impl std::fmt::Debug for Algorithm {
@@ -165,6 +169,7 @@ impl Algorithm {
             layout_everywhere: false,
             canonical: false,
             seed: None,
+            hot_by: None,
         }
     }
 
@@ -215,6 +220,13 @@ impl Algorithm {
     }
 
     /// Marks a reduction that combines in the canonical order.
+    /// A node algorithm whose hot calls may run the schedule algorithm
+    /// `name` over the host MPI.
+    pub const fn hot_runs_by(mut self, name: &'static str) -> Algorithm {
+        self.hot_by = Some(name);
+        self
+    }
+
     pub const fn canonical(mut self) -> Algorithm {
         self.canonical = true;
         self
@@ -390,6 +402,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
         node::on_one_node,
     )
     .canonical(),
+    Algorithm::node(
+        Coll::Allreduce,
+        "shm_flat_ring",
+        "one node: shm_flat_zcopy, but runs of calls where every rank reduces from its last call's input buffer (hot) go by the ring over the host MPI (commutative operators)",
+        node::reduce_flat_zcopy::run,
+        node::on_one_node,
+    )
+    .hot_runs_by("ring"),
     Algorithm::node(
         Coll::Allreduce,
         "shm_partition",

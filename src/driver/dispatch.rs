@@ -11,14 +11,15 @@ use super::window::Leaders;
 use crate::algos::multinode::{BetweenNodes, NodeMap, Part};
 use crate::algos::multinode::{BetweenPlan, NoWindow, OneSided};
 use crate::algos::node::gatherv_shm::Gather;
-use crate::algos::node::{reduction, NodeCall, NodeMemory, Team};
+use crate::algos::node::{reduction, HostWay, NodeCall, NodeMemory, Team};
 use crate::algos::{Impl, ALGORITHMS};
 use crate::core::call::{CallDesc, GatherLayout};
+use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner};
 use crate::shm::team::{Mismatch, TeamState};
 use crate::shm::wait;
-use std::sync::MutexGuard;
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 /// Runs the decided algorithm: a schedule over the private duplicate of
@@ -77,14 +78,25 @@ fn attempt<H: Host>(
         Impl::Node(_) | Impl::Hier(_) => {
             let node = &state.node;
             let Some(mut team_state) = node.state.take() else { host.abort(CONTENDED) };
-            // Only reductions use scratch on a node (for zero copy's sub-chunks).
+            // Only reductions use scratch on a node (for zero copy's
+            // sub-chunks, or the schedule the algorithm may hand hot calls to).
             let sub_chunk = team_state.memory.sizes.sub_chunk;
-            let need =
-                if call.desc.coll.is_reduction() { reduction::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
-            t.with_scratch(need, |scratch| {
+            let hot_schedule = hot_schedule(t, state, call, layout);
+            let need = match (call.desc.coll.is_reduction(), &hot_schedule) {
+                (false, _) => 0,
+                (true, None) => reduction::zero_copy_scratch(node.size, sub_chunk),
+                (true, Some(sched)) => reduction::zero_copy_scratch(node.size, sub_chunk).max(sched.scratch_bytes),
+            };
+            let mut hot_way = hot_schedule.map(|sched| HostSchedule { host, state, sched, combiner, failed: None });
+            let ran = t.with_scratch(need, |scratch| {
                 let bufs = Buffers { send, recv, scratch };
-                run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, combiner).map_err(Failure::Node)
-            })
+                let hot_way = hot_way.as_mut().map(|way| way as &mut dyn HostWay);
+                run_on_node(host, rt, t, state, &mut team_state, call, layout, bufs, hot_way, combiner)
+            });
+            match hot_way.and_then(|way| way.failed) {
+                Some(rc) => Err(Failure::Host(rc)),
+                None => ran.map_err(Failure::Node),
+            }
         }
     }
 }
@@ -188,6 +200,39 @@ fn run_schedule<H: Host>(
     })
 }
 
+/// The schedule over the host that the call's node algorithm hands its
+/// hot calls to ([`crate::algos::Algorithm::hot_by`]), if it has one and
+/// that schedule takes the call (the ring: a commutative operator).
+fn hot_schedule<H: Host>(
+    t: &PerThread<H>,
+    state: &CommState<H>,
+    call: &Planned,
+    layout: &GatherLayout,
+) -> Option<Arc<Schedule>> {
+    let name = call.algo.hot_by?;
+    let algo = ALGORITHMS.iter().find(|a| a.coll == call.desc.coll && a.name == name)?;
+    (algo.check)(&call.desc).ok()?;
+    Some(state.schedules.lock().unwrap().get(algo, &algo.default_params(), &call.desc, layout, &t.schedule))
+}
+
+/// A schedule over the host's transport on the private duplicate, as a
+/// node algorithm's way for hot calls; the host's code of a failure.
+struct HostSchedule<'a, H: Host> {
+    host: &'a H,
+    state: &'a CommState<H>,
+    sched: Arc<Schedule>,
+    combiner: &'a dyn Combiner,
+    failed: Option<Code>,
+}
+
+impl<H: Host> HostWay for HostSchedule<'_, H> {
+    fn run(&mut self, bufs: &mut Buffers<'_>) {
+        if let Err(rc) = exec::run(&self.sched, bufs, &mut self.host.transport(self.state, None), self.combiner) {
+            self.failed = Some(rc);
+        }
+    }
+}
+
 /// Runs a node algorithm or a composition on this rank's node (its check
 /// made sure the node has a segment) as one call of the node's step
 /// protocol. A Bcast reader whose root runs another call (the counts of an
@@ -204,6 +249,7 @@ fn run_on_node<'a, H: Host>(
     call: &Planned,
     layout: &'a GatherLayout,
     bufs: Buffers<'a>,
+    hot_way: Option<&'a mut dyn HostWay>,
     combiner: &dyn Combiner,
 ) -> Result<(), Mismatch> {
     let desc = &call.desc;
@@ -219,9 +265,9 @@ fn run_on_node<'a, H: Host>(
     };
     team.begin(call.algo.index(), bytes);
     let queue_op = team.state.memory.queue_op;
-    let node_call = |bufs: Buffers<'a>| match desc.coll {
-        Coll::Allreduce => NodeCall::Reduce { bufs, unit: desc.unit, root: None },
-        Coll::Reduce => NodeCall::Reduce { bufs, unit: desc.unit, root: Some(root) },
+    let node_call = |bufs: Buffers<'a>, host: Option<&'a mut dyn HostWay>| match desc.coll {
+        Coll::Allreduce => NodeCall::Reduce { bufs, unit: desc.unit, root: None, host },
+        Coll::Reduce => NodeCall::Reduce { bufs, unit: desc.unit, root: Some(root), host },
         Coll::Bcast => NodeCall::Bcast { data: bufs.recv, root },
         Coll::Gatherv => NodeCall::Gatherv(Gather {
             send: bufs.send.unwrap_or(&[]),
@@ -241,7 +287,7 @@ fn run_on_node<'a, H: Host>(
                 result => result,
             }
         }
-        Impl::Node(run) => run(&mut team, node_call(bufs), combiner),
+        Impl::Node(run) => run(&mut team, node_call(bufs, hot_way), combiner),
         Impl::Hier(run) => {
             let map = NodeMap { node_of: &node.node_of, local_of: &node.local_of };
             let stages = call.stages.as_ref().expect("a composition's call has its stages planned");
@@ -259,7 +305,9 @@ fn run_on_node<'a, H: Host>(
             // A rank waiting in the segment for its leader lets the host
             // progress: the leader's transfers may wait for it (wait::driving).
             let (host, private) = (*host, state.private);
-            wait::driving(Box::new(move || host.drive_progress(private)), || run(part, desc, node_call(bufs), combiner))
+            wait::driving(Box::new(move || host.drive_progress(private)), || {
+                run(part, desc, node_call(bufs, None), combiner)
+            })
         }
         Impl::Schedule(_) => unreachable!("schedules run over the transport"),
     };

@@ -24,16 +24,19 @@ pub const DEFAULT_RULES: &str = "\
 allreduce nodes=1 bytes<8K shm_flat
 allreduce nodes=1 p>2 bytes<16K shm_flat
 # Under Intel MPI, whose shared-memory point-to-point moves hot vectors
-# faster than pcoll's node layer, the ring over it from 64 KiB to 1 MiB
-# at 2 ranks (commutative operators; the others Rabenseifner from 128
-# KiB, which keeps their order). EPYC VM, jobs alternating, ratio to
-# Intel's stock, ring / shm_flat_zcopy: 64 KiB osu 1.01 / 0.77, b2b
-# 1.03 / 0.63, sync 1.03-1.05 / 1.06-1.08; 128 KiB-1 MiB 0.95-1.02 in
-# every mode, where Rabenseifner had 0.86-0.98. At 32 KiB the ring won
-# as much on hot vectors (osu 1.01 / 0.69) but lost a tenth on cold ones
-# (sync 1.05-1.10 / 1.16-1.34): cold calls keep the node layer. From
-# 1.5 MiB Intel's point-to-point took about a millisecond in some jobs
-# (0.96-1.46 ms against pcoll's 0.21-0.56). docs/measurements.md.
+# faster than pcoll's node layer, the ring over it at 2 ranks from 64
+# KiB to 1 MiB, and at 32-64 KiB shm_flat_ring: the ring in runs of calls
+# on hot vectors, the node layer on cold ones, where it is a tenth faster
+# (commutative operators; the others Rabenseifner from 128 KiB, which
+# keeps their order). EPYC VM, jobs alternating, ratio to Intel's stock,
+# shm_flat_ring / ring / shm_flat_zcopy: 32 KiB osu 0.97 / 1.00 / 0.57,
+# b2b 1.01 / 1.01 / 0.59, sync 1.09 / 1.06 / 1.10, b2b-cold 1.11 / 1.05
+# / 1.12; 64 KiB the ring 1.00-1.05 in every mode (shm_flat_ring
+# 0.99-1.02, shm_flat_zcopy 0.61-1.01); 128 KiB-1 MiB the ring 0.95-1.02,
+# where Rabenseifner had 0.86-0.98. From 1.5 MiB Intel's point-to-point
+# took about a millisecond in some jobs (0.96-1.46 ms against pcoll's
+# 0.21-0.56). docs/measurements.md.
+allreduce nodes=1 p<3 mpi=intel bytes>=32K bytes<64K shm_flat_ring
 allreduce nodes=1 p<3 mpi=intel bytes>=64K bytes<=1M ring
 allreduce nodes=1 p<3 mpi=intel bytes>=128K bytes<=1M rabenseifner
 allreduce nodes=1 p<3 shm_flat_zcopy

@@ -243,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn an_allreduce_at_two_ranks_under_intel_mpi_runs_the_ring_from_64_kib_to_1_mib() {
+    fn an_allreduce_at_two_ranks_under_intel_mpi_runs_the_ring_from_32_kib_to_1_mib() {
         let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
             let d = CallDesc { topo: node, ..desc(Coll::Allreduce, p, bytes) };
@@ -252,15 +252,17 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let sizes = [(64 << 10) - 8, 64 << 10, 128 << 10, 1 << 20, (1 << 20) + 8];
+        // The ring on hot vectors only below 64 KiB (shm_flat_ring).
+        let sizes = [(32 << 10) - 8, 32 << 10, (64 << 10) - 8, 64 << 10, 1 << 20, (1 << 20) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        assert_eq!(intel, ["shm_flat_zcopy", "ring", "ring", "ring", "shm_flat_zcopy"]);
+        assert_eq!(intel, ["shm_flat_zcopy", "shm_flat_ring", "shm_flat_ring", "ring", "ring", "shm_flat_zcopy"]);
         for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
-            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 5], "{other:?}");
+            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 6], "{other:?}");
         }
         assert_eq!(pick(Some(HostMpi::Intel), 3, 512 << 10), "shm_flat");
-        // The ring takes commutative operators only; Rabenseifner keeps the
-        // operands' order, from 128 KiB, and the node layer below.
+        // The ring takes commutative operators only (shm_flat_ring then
+        // keeps to the node layer); Rabenseifner keeps the operands'
+        // order, from 128 KiB, and the node layer below.
         let intel = Config { host_mpi: Some(HostMpi::Intel), ..Config::default() };
         let noncommutative = |bytes: usize| {
             let d = CallDesc { topo: node, commutative: false, ..desc(Coll::Allreduce, 2, bytes) };
@@ -269,7 +271,8 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        assert_eq!([64 << 10, 128 << 10, 1 << 20].map(noncommutative), ["shm_flat_zcopy", "rabenseifner", "rabenseifner"]);
+        let expected = ["shm_flat_ring", "shm_flat_zcopy", "rabenseifner", "rabenseifner"];
+        assert_eq!([32 << 10, 64 << 10, 128 << 10, 1 << 20].map(noncommutative), expected);
     }
 
     #[test]

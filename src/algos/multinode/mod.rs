@@ -176,7 +176,7 @@ pub(crate) fn node_reduce(
     c: &dyn Combiner,
 ) -> Result<(), Mismatch> {
     let bufs = Buffers { send: bufs.send, recv: &mut *bufs.recv, scratch: &mut *bufs.scratch };
-    StagePlan::node_fn(plan.node_reduce)(team, NodeCall::Reduce { bufs, unit, root }, c)
+    StagePlan::node_fn(plan.node_reduce)(team, NodeCall::Reduce { bufs, unit, root, host: None }, c)
 }
 
 /// The node stage of a broadcast, as the plan says.

@@ -168,6 +168,10 @@ impl NodeMemory {
         if flat_runs > 0 {
             lines.push(format!("shm_flat_zcopy: {flat_runs} calls flat without a vote (rank 0's timings favour flat)"));
         }
+        let host_runs = self.reduction_runs.by_host_calls;
+        if host_runs > 0 {
+            lines.push(format!("shm_flat_ring: {host_runs} calls on hot vectors by the ring over the host MPI"));
+        }
         lines
     }
 }
@@ -225,13 +229,25 @@ impl Default for Sizes {
     }
 }
 
+/// A schedule over the host MPI that a node algorithm may hand a call to
+/// (`shm_flat_ring`'s hot runs): the same call, on every rank of the node
+/// at once.
+pub trait HostWay {
+    /// Runs the call on `bufs` (their scratch as large as the dispatcher
+    /// made it for this way). A failure of the host's transport stays
+    /// with the dispatcher, which reports the host's code.
+    fn run(&mut self, bufs: &mut Buffers<'_>);
+}
+
 /// One call to a node algorithm: the collective's buffers, in node ranks.
 pub enum NodeCall<'a> {
-    /// Reduce (`root` the node rank of the root) or Allreduce (`None`).
+    /// Reduce (`root` the node rank of the root) or Allreduce (`None`);
+    /// `host`, where the algorithm may hand hot calls to the host.
     Reduce {
         bufs: Buffers<'a>,
         unit: usize,
         root: Option<usize>,
+        host: Option<&'a mut dyn HostWay>,
     },
     /// Bcast of the whole of `data` (every rank's message).
     Bcast {
@@ -244,7 +260,7 @@ pub enum NodeCall<'a> {
 impl<'a> NodeCall<'a> {
     /// A Reduce's or an Allreduce's buffers, element bytes and node root.
     pub fn into_reduction(self) -> (Buffers<'a>, usize, Option<usize>) {
-        let NodeCall::Reduce { bufs, unit, root } = self else { mismatch() };
+        let NodeCall::Reduce { bufs, unit, root, .. } = self else { mismatch() };
         (bufs, unit, root)
     }
 

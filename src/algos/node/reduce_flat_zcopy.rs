@@ -57,7 +57,7 @@ use std::time::Instant;
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
 use super::reduction::{publish_vectors_voting, Vote};
-use super::{NodeCall, Team};
+use super::{HostWay, NodeCall, Team};
 use crate::adapt::choice::{size_class, Alternative, CLASSES};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::team::Mismatch;
@@ -97,8 +97,13 @@ pub const RUN: u32 = 16;
 pub struct Runs {
     calls: [u32; CLASSES],
     flat: [bool; CLASSES],
+    /// Whether the current run's calls go to the host's schedule (all
+    /// ranks voted hot in it, where the algorithm has one).
+    by_host: [bool; CLASSES],
     /// Calls that went flat within a flat run, with no vote.
     pub flat_without_vote: u64,
+    /// Calls that went to the host's schedule.
+    pub by_host_calls: u64,
 }
 
 impl Runs {
@@ -112,12 +117,17 @@ impl Runs {
 
 /// Zero copy where every rank reduces from its last input buffer again
 /// (and can, and, adapting, the deciding rank's timings favour zero
-/// copy), else flat; returns the way taken.
+/// copy), else flat; returns the way taken. With `host` (`shm_flat_ring`)
+/// the hot way is the host's schedule instead of zero copy, and a call
+/// that all ranks voted hot for sends the rest of its run there with no
+/// vote: either way is right for any buffers, so only the runs' starts
+/// need to agree, and the host's schedule synchronises its calls itself.
 pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
     unit: usize,
     root: Option<usize>,
+    mut host: Option<&mut dyn HostWay>,
     combiner: &C,
 ) -> Result<Way, Mismatch> {
     let input = bufs.send.unwrap_or(&*bufs.recv);
@@ -125,26 +135,47 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     let hot = super::same_buffer_again(&mut team.state.memory.reduction_input, input.as_ptr());
     let memory = &mut team.state.memory;
     let class = size_class(TIMED_FROM, len);
-    let opens = memory.reduction_runs.opens(class);
-    if !opens && memory.reduction_runs.flat[class] {
-        memory.reduction_runs.flat_without_vote += 1;
+    let runs = &mut memory.reduction_runs;
+    let opens = runs.opens(class);
+    if !opens && runs.flat[class] {
+        runs.flat_without_vote += 1;
         flat(team, bufs, unit, root, combiner)?;
         return Ok(Way::Flat);
+    }
+    if let Some(host) = host.as_deref_mut().filter(|_| !opens && runs.by_host[class]) {
+        runs.by_host_calls += 1;
+        host.run(bufs);
+        return Ok(Way::ZeroCopy);
     }
     let decides = team.rank == 0 && memory.adaptation.enabled;
     let pick = decides.then(|| memory.reduction_way.pick(len));
     let favoured = pick.is_none_or(|pick| pick.method == Way::ZeroCopy);
-    let vote = hot && favoured && team.peers.is_some() && !team.settings.oversubscribed;
+    let hot_way = host.is_some() || team.peers.is_some();
+    let vote = hot && favoured && hot_way && !team.settings.oversubscribed;
     // Rank 0's word on the run: flat where flat is its class's method in
     // use (not while it tries zero copy).
     let flat_run = opens.then(|| pick.is_some_and(|pick| pick.method == Way::Flat && pick.in_use()));
     let Vote { step: s, zero_copy, flat_run } = publish_vectors_voting(team, bufs, vote, flat_run)?;
+    let runs = &mut team.state.memory.reduction_runs;
     if opens {
-        team.state.memory.reduction_runs.flat[class] = flat_run;
+        runs.flat[class] = flat_run;
+    }
+    // Every rank knows the vote's outcome: all of them switch together.
+    let by_host = zero_copy && host.is_some();
+    if opens || by_host {
+        if by_host && !runs.by_host[class] {
+            log::debug!("shm_flat_ring: {len} B on hot vectors everywhere, this run goes to the host's schedule");
+        }
+        runs.by_host[class] = by_host;
     }
     // From the moment all have voted: their lateness is no way's.
     let start = Instant::now();
-    let way = if zero_copy {
+    let way = if let Some(host) = host.filter(|_| zero_copy) {
+        team.finish(s);
+        team.state.memory.reduction_runs.by_host_calls += 1;
+        host.run(bufs);
+        Way::ZeroCopy
+    } else if zero_copy {
         combine_across(team, s, bufs, unit, root, combiner)?;
         Way::ZeroCopy
     } else {
@@ -163,8 +194,9 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     Ok(way)
 }
 
-/// [`flat_or_zero_copy`], as the registry runs it.
+/// [`flat_or_zero_copy`], as the registry runs it (`shm_flat_zcopy`, and
+/// `shm_flat_ring`, whose calls come with the host's ring).
 pub fn run(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
-    let (mut bufs, unit, root) = call.into_reduction();
-    flat_or_zero_copy(team, &mut bufs, unit, root, combiner).map(drop)
+    let NodeCall::Reduce { mut bufs, unit, root, host } = call else { super::mismatch() };
+    flat_or_zero_copy(team, &mut bufs, unit, root, host, combiner).map(drop)
 }

@@ -75,7 +75,7 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                 let op = Interval { combined: AtomicU64::new(0) };
                                 let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                                 node_call(team, count * 8, |team| {
-                                    run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op)
+                                    run(team, NodeCall::Reduce { bufs, unit: 8, root, host: None }, &op)
                                 });
                                 if is_out {
                                     for (j, e) in recv.chunks_exact(8).enumerate() {

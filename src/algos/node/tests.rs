@@ -900,7 +900,7 @@ fn reductions_flat_or_by_zero_copy_are_exact() {
                 let op = Interval { combined: AtomicU64::new(0) };
                 let mut bufs = Buffers { send, recv, scratch: &mut scratch };
                 jitter(&mut rng);
-                let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, &op));
+                let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, None, &op));
                 ways.lock().unwrap()[call][rank] = way;
                 if is_out {
                     for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
@@ -972,7 +972,7 @@ fn reductions_in_flat_runs_skip_the_vote() {
                 let mut bufs =
                     Buffers { send: Some(&send[..count * 8]), recv: &mut recv[..count * 8], scratch: &mut scratch };
                 jitter(&mut rng);
-                let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, &op));
+                let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, None, &op));
                 zero_copy[class] += usize::from(way == Way::ZeroCopy);
                 if root.is_none_or(|r| r == rank) {
                     for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
@@ -988,6 +988,81 @@ fn reductions_in_flat_runs_skip_the_vote() {
         for got in seen.into_inner().unwrap() {
             assert_eq!(got, want, "p={p}: calls by zero copy per class, and flat without a vote");
         }
+    }
+}
+
+/// `shm_flat_ring`'s hot way: an Allreduce that all ranks vote hot for
+/// goes to the host's schedule (here a stand-in that writes the exact
+/// result), and so do the later calls of its run with no vote; a run
+/// whose first call finds a rank's buffer new votes until all are hot.
+/// Each rank's buffers stay, change every call, or (the last rank) change
+/// every tenth call: every rank takes the way this model of the runs
+/// says on every call, and results are exact.
+#[test]
+fn allreduces_in_hot_runs_go_to_the_host() {
+    use super::reduce_flat_zcopy::{flat_or_zero_copy, RUN};
+    use super::HostWay;
+    struct StandIn {
+        p: usize,
+        calls: usize,
+    }
+    impl HostWay for StandIn {
+        fn run(&mut self, bufs: &mut Buffers<'_>) {
+            self.calls += 1;
+            for (j, e) in bufs.recv.chunks_exact_mut(8).enumerate() {
+                e.copy_from_slice(&expected(self.p, j).to_le_bytes());
+            }
+        }
+    }
+    const CALLS: usize = 6 * RUN as usize;
+    for (p, changes) in [2, 3].into_iter().flat_map(|p| [(p, 0), (p, 1), (p, 10)]) {
+        let memory = || NodeMemory { adaptation: Adaptation::new(false, TEST_ADAPT_FROM), ..test_memory() };
+        // Per call and rank: whether its input was its last call's again,
+        // and whether the call went to the host.
+        let hot = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+        let by_host = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+        on_threads_with(p, TEST_GEO, TEST_SETTINGS, memory, |rank, team| {
+            let mut rng = Rng(p as u64 * 13 + rank as u64);
+            let count = 2000;
+            let mut sends = [vec![0u8; count * 8], vec![0u8; count * 8]];
+            let mut recv = vec![0u8; count * 8];
+            let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+            let mut host = StandIn { p, calls: 0 };
+            let mut last = 0;
+            for call in 0..CALLS {
+                let pick = match changes {
+                    0 => 0,
+                    1 => call % 2,
+                    n => usize::from(rank == p - 1 && call % n == 5),
+                };
+                sends[pick].copy_from_slice(&vector(p, rank, count));
+                hot.lock().unwrap()[call][rank] = super::same_buffer_again(&mut last, sends[pick].as_ptr());
+                recv.fill(0xEE);
+                let op = Interval { combined: AtomicU64::new(0) };
+                let mut bufs = Buffers { send: Some(&sends[pick]), recv: &mut recv, scratch: &mut scratch };
+                jitter(&mut rng);
+                let before = host.calls;
+                node_call(team, count * 8, |team| {
+                    flat_or_zero_copy(team, &mut bufs, 8, None, Some(&mut host as &mut dyn HostWay), &op)
+                });
+                by_host.lock().unwrap()[call][rank] = host.calls > before;
+                for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
+                    let got = u64::from_le_bytes(e.try_into().unwrap());
+                    assert_eq!(got, expected(p, j), "p={p} call={call} rank={rank} element {j}");
+                }
+            }
+            assert_eq!(team.state.memory.reduction_runs.by_host_calls, host.calls as u64);
+        });
+        let (hot, by_host) = (hot.into_inner().unwrap(), by_host.into_inner().unwrap());
+        let mut run_by_host = false;
+        for (call, (hot, by_host)) in hot.iter().zip(&by_host).enumerate() {
+            let all_hot = hot.iter().all(|&h| h);
+            run_by_host = if call % RUN as usize == 0 { all_hot } else { run_by_host || all_hot };
+            assert!(by_host.iter().all(|&h| h == run_by_host), "p={p} changes={changes} call={call}: {by_host:?}");
+        }
+        let host_calls = by_host.iter().filter(|ranks| ranks[0]).count();
+        let least = [CALLS - 1, 0, CALLS - 12][changes.min(2)];
+        assert!(host_calls >= least && (changes != 1 || host_calls == 0), "p={p} changes={changes}: {host_calls}");
     }
 }
 
@@ -1173,7 +1248,8 @@ fn adaptive_gathers(hot: bool, summary: impl Fn(&TeamState<NodeMemory>) -> Vec<S
         let none = Default::default();
         let layout_here = if rank == root { &layout } else { &none };
         let mut g = Gather { send: &block, recv: &mut recv, layout: layout_here, root, in_place: false };
-        let pieces = |team: &Team<'_>| team.seg.control(rank).pieces.each_ref().map(|count| count.load(Ordering::Relaxed));
+        let pieces =
+            |team: &Team<'_>| team.seg.control(rank).pieces.each_ref().map(|count| count.load(Ordering::Relaxed));
         let pieces_before = pieces(team);
         node_call(team, layout.blocks[rank].1, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
         if rank != root && block.len() > geo.chunk && pieces(team) != pieces_before {
@@ -1253,7 +1329,9 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                             };
                             let send = (!in_place).then_some(&input[..]);
                             let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
-                            node_call(team, count * 8, |team| run(team, NodeCall::Reduce { bufs, unit: 8, root }, &op));
+                            node_call(team, count * 8, |team| {
+                                run(team, NodeCall::Reduce { bufs, unit: 8, root, host: None }, &op)
+                            });
                             if is_out {
                                 assert_elements_from(&recv, p, first, || what(call, count * 8));
                             }
@@ -1703,7 +1781,7 @@ mod multi {
                                 composition("dpml")(
                                     node.part(&[leaders], &stages(0)),
                                     &d,
-                                    NodeCall::Reduce { bufs, unit: 8, root: None },
+                                    NodeCall::Reduce { bufs, unit: 8, root: None, host: None },
                                     &op,
                                 )
                             });
@@ -1736,7 +1814,7 @@ mod multi {
                             composition("salar")(
                                 node.part(&[fixed], &stages(0)),
                                 &d,
-                                NodeCall::Reduce { bufs, unit: 8, root: None },
+                                NodeCall::Reduce { bufs, unit: 8, root: None, host: None },
                                 &op,
                             )
                         });
