@@ -31,6 +31,7 @@ use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
 use multinode::HierFn;
 use node::NodeFn;
+use std::sync::OnceLock;
 
 /// One tunable parameter of an algorithm, e.g. a tree fan-out.
 #[derive(Debug)]
@@ -219,7 +220,6 @@ impl Algorithm {
         self
     }
 
-    /// Marks a reduction that combines in the canonical order.
     /// A node algorithm whose hot calls may run the schedule algorithm
     /// `name` over the host MPI.
     pub const fn hot_runs_by(mut self, name: &'static str) -> Algorithm {
@@ -227,6 +227,24 @@ impl Algorithm {
         self
     }
 
+    /// The schedule algorithm named by [`Algorithm::hot_by`], looked up
+    /// once for the registry: a node call asks on every call.
+    pub fn hot_algorithm(&'static self) -> Option<&'static Algorithm> {
+        static RESOLVED: OnceLock<Vec<Option<&'static Algorithm>>> = OnceLock::new();
+        let resolved = RESOLVED.get_or_init(|| {
+            let resolve = |a: &Algorithm| {
+                let name = a.hot_by?;
+                let found = find(a.coll, name).filter(|b| b.schedule().is_some());
+                Some(found.unwrap_or_else(|| {
+                    panic!("{a:?} hands hot calls to {name}, not a schedule algorithm of its collective")
+                }))
+            };
+            ALGORITHMS.iter().map(resolve).collect()
+        });
+        resolved[self.index()]
+    }
+
+    /// Marks a reduction that combines in the canonical order.
     pub const fn canonical(mut self) -> Algorithm {
         self.canonical = true;
         self
@@ -575,6 +593,18 @@ pub fn find(coll: Coll, name: &str) -> Option<&'static Algorithm> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hot_calls_go_to_a_schedule_algorithm_of_the_same_collective() {
+        for algo in ALGORITHMS {
+            let hot = algo.hot_algorithm();
+            assert_eq!(hot.is_some(), algo.hot_by.is_some(), "{algo:?}");
+            if let Some(hot) = hot {
+                assert!(matches!(algo.imp, Impl::Node(_)), "{algo:?}: only node algorithms have a hot way");
+                assert_eq!((hot.coll, Some(hot.name)), (algo.coll, algo.hot_by));
+            }
+        }
+    }
 
     #[test]
     fn the_wrong_algorithm_exists_only_with_its_feature() {

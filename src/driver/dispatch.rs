@@ -209,8 +209,7 @@ fn hot_schedule<H: Host>(
     call: &Planned,
     layout: &GatherLayout,
 ) -> Option<Arc<Schedule>> {
-    let name = call.algo.hot_by?;
-    let algo = ALGORITHMS.iter().find(|a| a.coll == call.desc.coll && a.name == name)?;
+    let algo = call.algo.hot_algorithm()?;
     (algo.check)(&call.desc).ok()?;
     Some(state.schedules.lock().unwrap().get(algo, &algo.default_params(), &call.desc, layout, &t.schedule))
 }

@@ -113,6 +113,13 @@ impl Runs {
         self.calls[class] = call.wrapping_add(1);
         call.is_multiple_of(RUN)
     }
+
+    /// Runs a call by the host's schedule, the algorithm's hot way.
+    fn by_host(&mut self, host: &mut dyn HostWay, bufs: &mut Buffers<'_>) -> Way {
+        self.by_host_calls += 1;
+        host.run(bufs);
+        Way::ZeroCopy
+    }
 }
 
 /// Zero copy where every rank reduces from its last input buffer again
@@ -143,9 +150,7 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
         return Ok(Way::Flat);
     }
     if let Some(host) = host.as_deref_mut().filter(|_| !opens && runs.by_host[class]) {
-        runs.by_host_calls += 1;
-        host.run(bufs);
-        return Ok(Way::ZeroCopy);
+        return Ok(runs.by_host(host, bufs));
     }
     let decides = team.rank == 0 && memory.adaptation.enabled;
     let pick = decides.then(|| memory.reduction_way.pick(len));
@@ -172,9 +177,7 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     let start = Instant::now();
     let way = if let Some(host) = host.filter(|_| zero_copy) {
         team.finish(s);
-        team.state.memory.reduction_runs.by_host_calls += 1;
-        host.run(bufs);
-        Way::ZeroCopy
+        team.state.memory.reduction_runs.by_host(host, bufs)
     } else if zero_copy {
         combine_across(team, s, bufs, unit, root, combiner)?;
         Way::ZeroCopy
