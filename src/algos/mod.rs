@@ -143,6 +143,8 @@ pub struct Algorithm {
     /// algorithm of the same collective it runs them with
     /// ([`node::HostWay`]).
     pub hot_by: Option<&'static str>,
+    /// The hot way takes only calls that come back to back.
+    pub hot_back_to_back: bool,
 }
 
 impl std::fmt::Debug for Algorithm {
@@ -171,6 +173,7 @@ impl Algorithm {
             canonical: false,
             seed: None,
             hot_by: None,
+            hot_back_to_back: false,
         }
     }
 
@@ -224,6 +227,14 @@ impl Algorithm {
     /// `name` over the host MPI.
     pub const fn hot_runs_by(mut self, name: &'static str) -> Algorithm {
         self.hot_by = Some(name);
+        self
+    }
+
+    /// [`Algorithm::hot_runs_by`], for hot calls back to back only
+    /// ([`node::HostWay::back_to_back_within`]).
+    pub const fn back_to_back_runs_by(mut self, name: &'static str) -> Algorithm {
+        self.hot_by = Some(name);
+        self.hot_back_to_back = true;
         self
     }
 
@@ -461,6 +472,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
         node::on_one_node,
     )
     .canonical(),
+    Algorithm::node(
+        Coll::Reduce,
+        "shm_flat_binomial",
+        "one node: shm_flat_zcopy, but runs of calls that every rank starts back to back with its last one (PCOLL_SHM_BACK_TO_BACK) on its last call's input buffer (hot) go by the binomial tree over the host MPI",
+        node::reduce_flat_zcopy::run,
+        node::on_one_node,
+    )
+    .back_to_back_runs_by("binomial"),
     Algorithm::node(
         Coll::Reduce,
         "shm_partition",

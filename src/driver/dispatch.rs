@@ -20,7 +20,7 @@ use crate::exec::{self, Buffers, Combiner};
 use crate::shm::team::{Mismatch, TeamState};
 use crate::shm::wait;
 use std::sync::{Arc, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Runs the decided algorithm: a schedule over the private duplicate of
 /// the user's communicator `comm`, or a node algorithm over the node's
@@ -87,7 +87,9 @@ fn attempt<H: Host>(
                 (true, None) => reduction::zero_copy_scratch(node.size, sub_chunk),
                 (true, Some(sched)) => reduction::zero_copy_scratch(node.size, sub_chunk).max(sched.scratch_bytes),
             };
-            let mut hot_way = hot_schedule.map(|sched| HostSchedule { host, state, sched, combiner, failed: None });
+            let within = call.algo.hot_back_to_back.then(|| Duration::from_nanos(rt.cfg.shm.back_to_back_ns));
+            let mut hot_way =
+                hot_schedule.map(|sched| HostSchedule { host, state, sched, combiner, within, failed: None });
             let ran = t.with_scratch(need, |scratch| {
                 let bufs = Buffers { send, recv, scratch };
                 let hot_way = hot_way.as_mut().map(|way| way as &mut dyn HostWay);
@@ -221,6 +223,7 @@ struct HostSchedule<'a, H: Host> {
     state: &'a CommState<H>,
     sched: Arc<Schedule>,
     combiner: &'a dyn Combiner,
+    within: Option<Duration>,
     failed: Option<Code>,
 }
 
@@ -229,6 +232,10 @@ impl<H: Host> HostWay for HostSchedule<'_, H> {
         if let Err(rc) = exec::run(&self.sched, bufs, &mut self.host.transport(self.state, None), self.combiner) {
             self.failed = Some(rc);
         }
+    }
+
+    fn back_to_back_within(&self) -> Option<Duration> {
+        self.within
     }
 }
 

@@ -146,6 +146,10 @@ pub struct ShmConfig {
     /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
     /// pipeline from this many bytes, against the queue below.
     pub bcast_timed_from: usize,
+    /// PCOLL_SHM_BACK_TO_BACK: a reduction that starts within this many
+    /// nanoseconds of the end of the rank's last one comes back to back
+    /// (0: none does).
+    pub back_to_back_ns: u64,
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.
     pub adapt: bool,
@@ -178,6 +182,7 @@ impl Default for ShmConfig {
             gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
             gatherv_hot_copy_in_up_to: Sizes::default().gatherv_hot_copy_in_up_to,
             bcast_timed_from: Sizes::default().bcast_timed_from,
+            back_to_back_ns: crate::algos::node::reduce_flat_zcopy::BACK_TO_BACK_NS,
             adapt: true,
             budget: None,
         }
@@ -741,6 +746,10 @@ mod tests {
         assert_eq!(sizes.sub_chunk, Sizes::default().sub_chunk);
         assert_eq!(ShmConfig::default().node_sizes(), Sizes::default());
         assert!(parse(&[("PCOLL_SHM_BCAST_TIMED", "0")]).unwrap_err().to_string().contains("PCOLL_SHM_BCAST_TIMED"));
+        assert_eq!(parse(&[("PCOLL_SHM_BACK_TO_BACK", "2000")]).unwrap().shm.back_to_back_ns, 2000);
+        assert_eq!(parse(&[("PCOLL_SHM_BACK_TO_BACK", "0")]).unwrap().shm.back_to_back_ns, 0);
+        let err = parse(&[("PCOLL_SHM_BACK_TO_BACK", "2G")]).unwrap_err().to_string();
+        assert!(err.contains("PCOLL_SHM_BACK_TO_BACK"), "{err}");
         let geo = parse(&[("PCOLL_SHM_RING", "64"), ("PCOLL_SHM_RING_BYTES", "1K")]).unwrap().shm.geometry(2, None);
         assert_eq!((geo.ring, geo.ring_bytes), (64, 1024));
         assert_eq!((Geometry::DEFAULT.ring, Geometry::DEFAULT.ring_bytes), (16, 256));
@@ -1008,6 +1017,7 @@ mod tests {
             ("PCOLL_SHM_GATHERV_COPY_IN", "0"),
             ("PCOLL_SHM_GATHERV_HOT_COPY_IN", "0"),
             ("PCOLL_SHM_BCAST_TIMED", "1M"),
+            ("PCOLL_SHM_BACK_TO_BACK", "2000"),
             ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),
             ("PCOLL_SHM_RING", "4"),
             ("PCOLL_SHM_RING_BYTES", "1K"),

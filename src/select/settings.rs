@@ -624,6 +624,19 @@ pub static SETTINGS: &[Setting] = &[
         doc: "the `shm` Bcast times zero copy against the pipeline from this many bytes, and against the queue \
               below, and keeps the faster per size class (with `PCOLL_SHM_ADAPT`; without it, zero copy)",
     },
+    Setting {
+        name: "PCOLL_SHM_BACK_TO_BACK",
+        accepts: Accepts::Number { min: 0, max: 1_000_000_000, zero: Some("no call counts as back to back") },
+        show: |c| c.shm.back_to_back_ns.to_string(),
+        set: |c, v| {
+            c.shm.back_to_back_ns = v.number() as u64;
+            Ok(())
+        },
+        doc: "nanoseconds: a Reduce or Allreduce that starts within this time of the end of the same rank's \
+              last one on the communicator comes back to back; `shm_flat_binomial` hands runs of hot calls \
+              that come back to back on every rank to the binomial tree over the host MPI \
+              ([Calls back to back](node-layer.md#calls-back-to-back))",
+    },
 ];
 
 /// The setting named `name`.

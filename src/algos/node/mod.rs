@@ -26,6 +26,7 @@ use crate::adapt::Adaptation;
 use crate::core::call::CallDesc;
 use crate::exec::{Buffers, Combiner};
 use crate::shm::team::Mismatch;
+use std::time::Duration;
 
 /// One rank's view of its node for one call, with what the node
 /// algorithms keep between calls.
@@ -73,6 +74,11 @@ pub struct NodeMemory {
     /// Reduce's and Allreduce's runs of calls, flat or voting, agreed
     /// with rank 0.
     pub reduction_runs: reduce_flat_zcopy::Runs,
+    /// When this rank's last reduction ended, where its algorithm's hot
+    /// way takes only calls back to back.
+    pub reduction_end: Option<std::time::Instant>,
+    /// This rank's reductions in a row that came back to back.
+    pub back_to_back_streak: u32,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
 }
@@ -95,6 +101,8 @@ impl Default for NodeMemory {
             bcast_hot_way: bcast_timed::way_choice(bcast_timed::TIMED_FROM).bounded(),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
             reduction_runs: reduce_flat_zcopy::Runs::default(),
+            reduction_end: None,
+            back_to_back_streak: 0,
             adaptation: Adaptation::default(),
         }
     }
@@ -170,7 +178,9 @@ impl NodeMemory {
         }
         let host_runs = self.reduction_runs.by_host_calls;
         if host_runs > 0 {
-            lines.push(format!("shm_flat_ring: {host_runs} calls on hot vectors by the ring over the host MPI"));
+            lines.push(format!(
+                "shm_flat_ring, shm_flat_binomial: {host_runs} calls on hot vectors by their schedule over the host MPI"
+            ));
         }
         lines
     }
@@ -237,6 +247,10 @@ pub trait HostWay {
     /// made it for this way). A failure of the host's transport stays
     /// with the dispatcher, which reports the host's code.
     fn run(&mut self, bufs: &mut Buffers<'_>);
+    /// `None` where the way takes every hot call; else it takes only calls
+    /// back to back (it pays by pipelining them): those that start within
+    /// this time of the end of the same rank's last call.
+    fn back_to_back_within(&self) -> Option<Duration>;
 }
 
 /// One call to a node algorithm: the collective's buffers, in node ranks.

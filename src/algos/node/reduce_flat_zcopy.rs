@@ -48,11 +48,18 @@
 //! whose timings explore zero copy, or favour it, votes on every call of
 //! the run, as above.
 //!
+//! `shm_flat_ring` and `shm_flat_binomial` hand hot calls to a schedule
+//! over the host MPI instead of zero copy ([`HostWay`]): the ring, for
+//! every run of calls all ranks vote hot for; the binomial tree, for a
+//! Reduce, only where every rank's calls also come back to back
+//! ([`BACK_TO_BACK_NS`]), which a tree over an eager point-to-point
+//! pipelines and the node layer does not (docs/node-layer.md).
+//!
 //! Seed: 003 (the zero-copy partitioning); the choice by the buffers is
 //! pcoll's own.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
@@ -90,6 +97,21 @@ pub const TIMED_FROM: usize = 8 << 10;
 /// a change of rank 0's timings waits for the run's end (16: at most 15
 /// calls the other way).
 pub const RUN: u32 = 16;
+
+/// Default of PCOLL_SHM_BACK_TO_BACK (ns). On the EPYC VM under Intel MPI
+/// at 2 ranks, the gap between the end of a rank's Reduce and the start
+/// of its next was 150-300 ns in the median in loops back to back (8-128
+/// KiB); between barriers the non-root's was 0.7 us or more in 95% of
+/// calls, the root's 250-300 ns (its peer waits at the barrier for it);
+/// docs/measurements.md.
+pub const BACK_TO_BACK_NS: u64 = 500;
+
+/// Calls in a row that must come back to back on a rank before it asks
+/// for the host's way: a run taken stays there for up to [`RUN`] calls,
+/// and one short gap between barriers must not send a run of calls apart
+/// to the host (with a window of 800 ns and no streak, half the calls
+/// between barriers went there).
+pub const BACK_TO_BACK_STREAK: u32 = 3;
 
 /// The runs of calls, the same on every rank: per size class, its calls
 /// so far and whether its current run goes flat.
@@ -129,12 +151,39 @@ impl Runs {
 /// that all ranks voted hot for sends the rest of its run there with no
 /// vote: either way is right for any buffers, so only the runs' starts
 /// need to agree, and the host's schedule synchronises its calls itself.
+/// A host way for calls back to back (`shm_flat_binomial`) takes a run
+/// only where every rank's call is hot and came back to back; rank 0's
+/// timings, which compare flat and zero copy, have no say in it.
 pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
     unit: usize,
     root: Option<usize>,
+    host: Option<&mut dyn HostWay>,
+    combiner: &C,
+) -> Result<Way, Mismatch> {
+    let within = host.as_deref().and_then(|host| host.back_to_back_within());
+    if let Some(within) = within {
+        let memory = &mut team.state.memory;
+        let soon = memory.reduction_end.is_some_and(|end| end.elapsed() < within);
+        memory.back_to_back_streak = if soon { memory.back_to_back_streak.saturating_add(1) } else { 0 };
+    }
+    let way = choose_and_run(team, bufs, unit, root, host, within, combiner);
+    if within.is_some() {
+        team.state.memory.reduction_end = Some(Instant::now());
+    }
+    way
+}
+
+/// [`flat_or_zero_copy`]; `within`, where the host way takes only calls
+/// that start that soon after this rank's last one ended.
+fn choose_and_run<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
     mut host: Option<&mut dyn HostWay>,
+    within: Option<Duration>,
     combiner: &C,
 ) -> Result<Way, Mismatch> {
     let input = bufs.send.unwrap_or(&*bufs.recv);
@@ -152,30 +201,33 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     if let Some(host) = host.as_deref_mut().filter(|_| !opens && runs.by_host[class]) {
         return Ok(runs.by_host(host, bufs));
     }
+    let can = hot && !team.settings.oversubscribed;
+    let back_to_back = within.is_some() && can && memory.back_to_back_streak >= BACK_TO_BACK_STREAK;
     let decides = team.rank == 0 && memory.adaptation.enabled;
     let pick = decides.then(|| memory.reduction_way.pick(len));
     let favoured = pick.is_none_or(|pick| pick.method == Way::ZeroCopy);
-    let hot_way = host.is_some() || team.peers.is_some();
-    let vote = hot && favoured && hot_way && !team.settings.oversubscribed;
+    let hot_way = team.peers.is_some() || (host.is_some() && within.is_none());
+    let vote = can && favoured && hot_way;
     // Rank 0's word on the run: flat where flat is its class's method in
-    // use (not while it tries zero copy).
-    let flat_run = opens.then(|| pick.is_some_and(|pick| pick.method == Way::Flat && pick.in_use()));
-    let Vote { step: s, zero_copy, flat_run } = publish_vectors_voting(team, bufs, vote, flat_run)?;
+    // use (not while it tries zero copy), unless it asks for the host.
+    let flat_run = opens.then(|| !back_to_back && pick.is_some_and(|pick| pick.method == Way::Flat && pick.in_use()));
+    let Vote { step: s, zero_copy, back_to_back, flat_run } =
+        publish_vectors_voting(team, bufs, vote, back_to_back, flat_run)?;
     let runs = &mut team.state.memory.reduction_runs;
     if opens {
         runs.flat[class] = flat_run;
     }
     // Every rank knows the vote's outcome: all of them switch together.
-    let by_host = zero_copy && host.is_some();
+    let by_host = host.is_some() && if within.is_some() { back_to_back } else { zero_copy };
     if opens || by_host {
         if by_host && !runs.by_host[class] {
-            log::debug!("shm_flat_ring: {len} B on hot vectors everywhere, this run goes to the host's schedule");
+            log::debug!("{len} B on hot vectors everywhere, this run goes to the host's schedule");
         }
         runs.by_host[class] = by_host;
     }
     // From the moment all have voted: their lateness is no way's.
     let start = Instant::now();
-    let way = if let Some(host) = host.filter(|_| zero_copy) {
+    let way = if let Some(host) = host.filter(|_| by_host) {
         team.finish(s);
         team.state.memory.reduction_runs.by_host(host, bufs)
     } else if zero_copy {
@@ -186,9 +238,10 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
         flat(team, bufs, unit, root, combiner)?;
         Way::Flat
     };
-    // A call that went the other way (a peer's buffer was new) times
-    // nothing of the picked way's.
-    if let Some(pick) = pick.filter(|pick| pick.method == way) {
+    // A call that went the other way (a peer's buffer was new), or to a
+    // host way the timings did not choose, times nothing of the picked way's.
+    let timed = !(by_host && within.is_some());
+    if let Some(pick) = pick.filter(|pick| pick.method == way && timed) {
         let choice = &mut team.state.memory.reduction_way;
         if let Some(change) = choice.record(pick, len, start.elapsed()) {
             log::debug!("shm_flat_zcopy of {} B and more on hot buffers, now: {change}", choice.class_bytes(&pick));

@@ -997,14 +997,19 @@ fn reductions_in_flat_runs_skip_the_vote() {
 /// whose first call finds a rank's buffer new votes until all are hot.
 /// Each rank's buffers stay, change every call, or (the last rank) change
 /// every tenth call: every rank takes the way this model of the runs
-/// says on every call, and results are exact.
+/// says on every call, and results are exact. A way for calls back to
+/// back (`shm_flat_binomial`'s) takes the same runs where every rank's
+/// calls count as back to back (any gap does) from the streak's end on,
+/// and none where one rank's never do (no gap does) or none do.
 #[test]
-fn allreduces_in_hot_runs_go_to_the_host() {
-    use super::reduce_flat_zcopy::{flat_or_zero_copy, RUN};
+fn reductions_in_hot_runs_go_to_the_host() {
+    use super::reduce_flat_zcopy::{flat_or_zero_copy, BACK_TO_BACK_STREAK, RUN};
     use super::HostWay;
+    use std::time::Duration;
     struct StandIn {
         p: usize,
         calls: usize,
+        within: Option<Duration>,
     }
     impl HostWay for StandIn {
         fn run(&mut self, bufs: &mut Buffers<'_>) {
@@ -1013,56 +1018,80 @@ fn allreduces_in_hot_runs_go_to_the_host() {
                 e.copy_from_slice(&expected(self.p, j).to_le_bytes());
             }
         }
+        fn back_to_back_within(&self) -> Option<Duration> {
+            self.within
+        }
     }
     const CALLS: usize = 6 * RUN as usize;
+    // Per rank: the host way's window for calls back to back.
+    type Windows = fn(usize, usize) -> Option<Duration>;
+    let windows: [(&str, Windows); 4] = [
+        ("every hot call", |_, _| None),
+        ("back to back, any gap", |_, _| Some(Duration::MAX)),
+        ("back to back, no gap", |_, _| Some(Duration::ZERO)),
+        ("back to back, no gap on the last rank", |p, rank| {
+            Some(if rank == p - 1 { Duration::ZERO } else { Duration::MAX })
+        }),
+    ];
     for (p, changes) in [2, 3].into_iter().flat_map(|p| [(p, 0), (p, 1), (p, 10)]) {
-        let memory = || NodeMemory { adaptation: Adaptation::new(false, TEST_ADAPT_FROM), ..test_memory() };
-        // Per call and rank: whether its input was its last call's again,
-        // and whether the call went to the host.
-        let hot = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
-        let by_host = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
-        on_threads_with(p, TEST_GEO, TEST_SETTINGS, memory, |rank, team| {
-            let mut rng = Rng(p as u64 * 13 + rank as u64);
-            let count = 2000;
-            let mut sends = [vec![0u8; count * 8], vec![0u8; count * 8]];
-            let mut recv = vec![0u8; count * 8];
-            let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
-            let mut host = StandIn { p, calls: 0 };
-            let mut last = 0;
-            for call in 0..CALLS {
-                let pick = match changes {
-                    0 => 0,
-                    1 => call % 2,
-                    n => usize::from(rank == p - 1 && call % n == 5),
-                };
-                sends[pick].copy_from_slice(&vector(p, rank, count));
-                hot.lock().unwrap()[call][rank] = super::same_buffer_again(&mut last, sends[pick].as_ptr());
-                recv.fill(0xEE);
-                let op = Interval { combined: AtomicU64::new(0) };
-                let mut bufs = Buffers { send: Some(&sends[pick]), recv: &mut recv, scratch: &mut scratch };
-                jitter(&mut rng);
-                let before = host.calls;
-                node_call(team, count * 8, |team| {
-                    flat_or_zero_copy(team, &mut bufs, 8, None, Some(&mut host as &mut dyn HostWay), &op)
-                });
-                by_host.lock().unwrap()[call][rank] = host.calls > before;
-                for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
-                    let got = u64::from_le_bytes(e.try_into().unwrap());
-                    assert_eq!(got, expected(p, j), "p={p} call={call} rank={rank} element {j}");
+        for (what, window) in windows {
+            let memory = || NodeMemory { adaptation: Adaptation::new(false, TEST_ADAPT_FROM), ..test_memory() };
+            // Per call and rank: whether its input was its last call's again,
+            // and whether the call went to the host.
+            let hot = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+            let by_host = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+            on_threads_with(p, TEST_GEO, TEST_SETTINGS, memory, |rank, team| {
+                let mut rng = Rng(p as u64 * 13 + rank as u64);
+                let count = 2000;
+                let mut sends = [vec![0u8; count * 8], vec![0u8; count * 8]];
+                let mut recv = vec![0u8; count * 8];
+                let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+                let mut host = StandIn { p, calls: 0, within: window(p, rank) };
+                let mut last = 0;
+                for call in 0..CALLS {
+                    let pick = match changes {
+                        0 => 0,
+                        1 => call % 2,
+                        n => usize::from(rank == p - 1 && call % n == 5),
+                    };
+                    sends[pick].copy_from_slice(&vector(p, rank, count));
+                    hot.lock().unwrap()[call][rank] = super::same_buffer_again(&mut last, sends[pick].as_ptr());
+                    recv.fill(0xEE);
+                    let op = Interval { combined: AtomicU64::new(0) };
+                    let mut bufs = Buffers { send: Some(&sends[pick]), recv: &mut recv, scratch: &mut scratch };
+                    jitter(&mut rng);
+                    let before = host.calls;
+                    node_call(team, count * 8, |team| {
+                        flat_or_zero_copy(team, &mut bufs, 8, None, Some(&mut host as &mut dyn HostWay), &op)
+                    });
+                    by_host.lock().unwrap()[call][rank] = host.calls > before;
+                    for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
+                        let got = u64::from_le_bytes(e.try_into().unwrap());
+                        assert_eq!(got, expected(p, j), "p={p} {what} call={call} rank={rank} element {j}");
+                    }
                 }
+                assert_eq!(team.state.memory.reduction_runs.by_host_calls, host.calls as u64);
+            });
+            let (hot, by_host) = (hot.into_inner().unwrap(), by_host.into_inner().unwrap());
+            let takes = (0..p).all(|rank| window(p, rank) != Some(Duration::ZERO));
+            let paced = window(p, 0).is_some();
+            let mut run_by_host = false;
+            for (call, (hot, by_host)) in hot.iter().zip(&by_host).enumerate() {
+                let in_streak = paced && call < BACK_TO_BACK_STREAK as usize;
+                let all_hot = takes && !in_streak && hot.iter().all(|&h| h);
+                run_by_host = if call % RUN as usize == 0 { all_hot } else { run_by_host || all_hot };
+                assert!(
+                    by_host.iter().all(|&h| h == run_by_host),
+                    "p={p} changes={changes} {what} call={call}: {by_host:?}"
+                );
             }
-            assert_eq!(team.state.memory.reduction_runs.by_host_calls, host.calls as u64);
-        });
-        let (hot, by_host) = (hot.into_inner().unwrap(), by_host.into_inner().unwrap());
-        let mut run_by_host = false;
-        for (call, (hot, by_host)) in hot.iter().zip(&by_host).enumerate() {
-            let all_hot = hot.iter().all(|&h| h);
-            run_by_host = if call % RUN as usize == 0 { all_hot } else { run_by_host || all_hot };
-            assert!(by_host.iter().all(|&h| h == run_by_host), "p={p} changes={changes} call={call}: {by_host:?}");
+            let host_calls = by_host.iter().filter(|ranks| ranks[0]).count();
+            // A paced way's first calls go by the node while the streak grows.
+            let late = if paced { BACK_TO_BACK_STREAK as usize - 1 } else { 0 };
+            let least = if takes { [CALLS - 1 - late, 0, CALLS - 12 - late][changes.min(2)] } else { 0 };
+            let most = if takes && changes != 1 { CALLS } else { 0 };
+            assert!((least..=most).contains(&host_calls), "p={p} changes={changes} {what}: {host_calls}");
         }
-        let host_calls = by_host.iter().filter(|ranks| ranks[0]).count();
-        let least = [CALLS - 1, 0, CALLS - 12][changes.min(2)];
-        assert!(host_calls >= least && (changes != 1 || host_calls == 0), "p={p} changes={changes}: {host_calls}");
     }
 }
 
