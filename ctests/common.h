@@ -1020,19 +1020,20 @@ static CT_UNUSED void ct_salt_sync(uint64_t stage)
     g_salt_n = stage << 32;
 }
 
-/* The buffers of an Allreduce case: input, output, and the reference's. */
+/* The buffers of a Reduce or Allreduce case: input, output, and the
+ * reference's. */
 typedef struct {
     char *in, *out, *refin, *refout;
-} ct_allreduce_bufs;
+} ct_reduction_bufs;
 
-static CT_UNUSED ct_allreduce_bufs ct_allreduce_alloc(size_t bytes)
+static CT_UNUSED ct_reduction_bufs ct_reduction_alloc(size_t bytes)
 {
-    ct_allreduce_bufs b = {(char *)ct_malloc(bytes), (char *)ct_malloc(bytes), (char *)ct_malloc(bytes),
+    ct_reduction_bufs b = {(char *)ct_malloc(bytes), (char *)ct_malloc(bytes), (char *)ct_malloc(bytes),
                            (char *)ct_malloc(bytes)};
     return b;
 }
 
-static CT_UNUSED void ct_allreduce_free(ct_allreduce_bufs b)
+static CT_UNUSED void ct_reduction_free(ct_reduction_bufs b)
 {
     free(b.in);
     free(b.out);
@@ -1044,7 +1045,7 @@ static CT_UNUSED void ct_allreduce_free(ct_allreduce_bufs b)
  * count elements each); compares with PMPI_Allreduce.
  * record_hash: 0 no cross-rank check, 1 record for the final check over
  * MPI_COMM_WORLD (all ranks must run the same cases), 2 check now on comm. */
-static CT_UNUSED void ct_allreduce_case_in(ct_allreduce_bufs b, const ct_type *t, int op, long count, int inplace,
+static CT_UNUSED void ct_allreduce_case_in(ct_reduction_bufs b, const ct_type *t, int op, long count, int inplace,
                                            MPI_Comm comm, const char *cname, int record_hash)
 {
     int rank, np;
@@ -1093,15 +1094,16 @@ static CT_UNUSED void ct_allreduce_case_in(ct_allreduce_bufs b, const ct_type *t
 static CT_UNUSED void ct_allreduce_case(const ct_type *t, int op, long count, int inplace, MPI_Comm comm,
                                         const char *cname, int record_hash)
 {
-    ct_allreduce_bufs b = ct_allreduce_alloc((size_t)count * (size_t)t->size);
+    ct_reduction_bufs b = ct_reduction_alloc((size_t)count * (size_t)t->size);
     ct_allreduce_case_in(b, t, op, count, inplace, comm, cname, record_hash);
-    ct_allreduce_free(b);
+    ct_reduction_free(b);
 }
 
-/* Reduce to root; reference via PMPI_Allreduce (never stock PMPI_Reduce).
+/* Reduce to root in the buffers b (at least count elements each);
+ * reference via PMPI_Allreduce (never stock PMPI_Reduce).
  * inplace: root uses MPI_IN_PLACE; nullrecv: non-roots pass recvbuf NULL. */
-static CT_UNUSED void ct_reduce_case(const ct_type *t, int op, long count, int root, int inplace, int nullrecv,
-                                     MPI_Comm comm, const char *cname)
+static CT_UNUSED void ct_reduce_case_in(ct_reduction_bufs b, const ct_type *t, int op, long count, int root,
+                                        int inplace, int nullrecv, MPI_Comm comm, const char *cname)
 {
     int rank, np;
     PMPI_Comm_rank(comm, &rank);
@@ -1116,8 +1118,7 @@ static CT_UNUSED void ct_reduce_case(const ct_type *t, int op, long count, int r
 #endif
     ct_set_case("MPI_Reduce comm=%s type=%s op=%s count=%ld root=%d%s%s", cname, t->name, g_ops[op].name, count,
                 root, inplace ? " MPI_IN_PLACE(root)" : "", nullrecv ? " recvbuf=NULL(non-root)" : "");
-    char *in = (char *)ct_malloc(bytes), *out = (char *)ct_malloc(bytes);
-    char *refin = (char *)ct_malloc(bytes), *refout = (char *)ct_malloc(bytes);
+    char *in = b.in, *out = b.out, *refin = b.refin, *refout = b.refout;
     ct_fill(t, op, in, count, salt, rank, np);
     memcpy(refin, in, bytes);
     int rc;
@@ -1138,17 +1139,22 @@ static CT_UNUSED void ct_reduce_case(const ct_type *t, int op, long count, int r
         ct_check_result(what, t, op, out, refout, count, np, salt, np);
     } else if (!nullrecv) {
         /* recvbuf is not significant at non-roots: it must not be written */
-        for (size_t b = 0; b < bytes; b++) {
-            if ((unsigned char)out[b] != 0xA5) {
-                ct_fail("%s: rank %d: non-root recvbuf was written (byte offset %zu)", g_case, rank, b);
+        for (size_t i = 0; i < bytes; i++) {
+            if ((unsigned char)out[i] != 0xA5) {
+                ct_fail("%s: rank %d: non-root recvbuf was written (byte offset %zu)", g_case, rank, i);
                 break;
             }
         }
     }
-    free(in);
-    free(out);
-    free(refin);
-    free(refout);
+}
+
+/* ct_reduce_case_in on buffers of its own. */
+static CT_UNUSED void ct_reduce_case(const ct_type *t, int op, long count, int root, int inplace, int nullrecv,
+                                     MPI_Comm comm, const char *cname)
+{
+    ct_reduction_bufs b = ct_reduction_alloc((size_t)count * (size_t)t->size);
+    ct_reduce_case_in(b, t, op, count, root, inplace, nullrecv, comm, cname);
+    ct_reduction_free(b);
 }
 
 /* ------------------------------------------------------------------ */

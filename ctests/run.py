@@ -53,6 +53,12 @@ in sections:
                   multi-node ones, and auto again, at 2 ranks per node) at
                   3, 4 and 7 ranks.
 
+Every run that forces an algorithm sets PCOLL_SHM_BACK_TO_BACK to 1 s, so
+that every reduction counts as back to back: an algorithm whose hot way
+takes only such calls (shm_flat_binomial) takes it in the programs' loops
+on the same buffers, whose checks between calls take longer than the
+default window.
+
 Where a forced algorithm is expected to leave calls to the host MPI (it
 cannot run them: zero copy off, a sub-communicator on one node), the run
 sets CTEST_AVOID_HOST_BUGS=1, as PCOLL_ENABLE=0 runs do.
@@ -525,6 +531,7 @@ SETTING_SHORT = {"PCOLL_ENABLE": "enable", "PCOLL_RANKS_PER_NODE": "rpn", "PCOLL
                  "PCOLL_GATHERV_MODE": "gv_mode",
                  "CTEST_GATHERV_ALL_ARGS": "all_args"}
 RPN = "PCOLL_RANKS_PER_NODE"
+FORCED_BACK_TO_BACK = "1000000000"  # ns, PCOLL_SHM_BACK_TO_BACK's largest
 
 
 class Cfg:
@@ -539,6 +546,12 @@ class Cfg:
         self.forwards = forwards
         self.env = dict(self.setting)
         self.env.update({COLL_ENV[c]: a for c, a in self.forced.items()})
+        if kind == "forced":
+            # Every reduction counts as back to back: the tests check each
+            # call before the next, longer than the default window, and an
+            # algorithm whose hot way takes only calls back to back
+            # (shm_flat_binomial) must run that way in their loops too.
+            self.env.setdefault("PCOLL_SHM_BACK_TO_BACK", FORCED_BACK_TO_BACK)
         parts = ["%s=%s" % (SETTING_SHORT.get(k, k), v) for k, v in sorted(self.setting.items())]
         what = ",".join("%s=%s" % (SHORT[c], self.forced[c]) for c in COLLS if c in self.forced)
         if kind == "forced":

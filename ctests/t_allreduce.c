@@ -70,10 +70,10 @@ int main(int argc, char **argv)
      * the host. In place in the last calls: the input moves once. */
     if (ct_want(1)) {
         const long count = 5000; /* 40000 B of doubles */
-        ct_allreduce_bufs b = ct_allreduce_alloc((size_t)count * sizeof(double));
+        ct_reduction_bufs b = ct_reduction_alloc((size_t)count * sizeof(double));
         for (int rep = 0; rep < 40; rep++)
             ct_allreduce_case_in(b, ct_type_by_name("MPI_DOUBLE"), O_SUM, count, rep >= 32, w, "WORLD", 1);
-        ct_allreduce_free(b);
+        ct_reduction_free(b);
     }
     if (g_big) {
         core("MPI_INT", O_SUM, 2L * 1024 * 1024, 0);    /* 8 MiB */

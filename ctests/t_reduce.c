@@ -36,6 +36,21 @@ int main(int argc, char **argv)
     for (unsigned c = 0; c < sizeof icounts / sizeof icounts[0]; c++, k++)
         core("MPI_INT", O_SUM, icounts[c], (k * 5 + 1) % np, k & 1, (k >> 1) & 1);
     core("MPI_INT", O_SUM, np - 1, np - 1, 0, 0);
+    /* One size class on the same buffers again and again, roots rotating,
+     * as benchmarks loop them: shm_flat_zcopy goes by zero copy, and
+     * shm_flat_binomial hands the runs of calls (16) that every rank votes
+     * hot and back to back for to the binomial tree over the host (the
+     * checks between these calls take longer than PCOLL_SHM_BACK_TO_BACK's
+     * default: the forced runs set it high). In place at the root in the
+     * last calls: its input moves once. */
+    if (ct_want(1)) {
+        const long count = 5000; /* 40000 B of doubles */
+        ct_reduction_bufs b = ct_reduction_alloc((size_t)count * sizeof(double));
+        for (int rep = 0; rep < 40; rep++)
+            ct_reduce_case_in(b, ct_type_by_name("MPI_DOUBLE"), O_SUM, count, rep % np, rep >= 32, rep % 5 == 4, w,
+                              "WORLD");
+        ct_reduction_free(b);
+    }
     core("MPI_INT", O_SUM, np + 1, 0, 1, 1);
     core("MPI_INT", O_SUM, 2 * np + 1, np / 2, 0, 1);
     core("MPI_2INT(user-affine)", O_UAFF, 1, np - 1, 0, 0);
