@@ -243,6 +243,25 @@ mod tests {
     }
 
     #[test]
+    fn a_reduce_at_two_ranks_under_intel_mpi_hands_hot_calls_back_to_back_to_the_binomial_tree() {
+        let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
+        let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
+            let d = CallDesc { topo: node, ..desc(Coll::Reduce, p, bytes) };
+            match decide(&Config { host_mpi: mpi, ..Config::default() }, &d, Some(bytes)) {
+                Decision::Run(a, _, _) => a.name,
+                other => panic!("{other:?}"),
+            }
+        };
+        let sizes = [(16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
+        let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
+        assert_eq!(intel, ["shm_flat_zcopy", "shm_flat_binomial", "shm_flat_binomial", "shm_flat_zcopy"]);
+        for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
+            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 4], "{other:?}");
+        }
+        assert_eq!(pick(Some(HostMpi::Intel), 3, 32 << 10), "shm_flat");
+    }
+
+    #[test]
     fn an_allreduce_at_two_ranks_under_intel_mpi_runs_the_ring_from_32_kib_to_1_mib() {
         let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
