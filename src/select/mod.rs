@@ -168,6 +168,16 @@ mod tests {
     use crate::core::types::Coll;
     use rules::HostMpi;
 
+    /// The algorithm the rules run under host MPI `mpi` for `d` on one
+    /// node with a segment.
+    fn on_one_node(mpi: Option<HostMpi>, d: CallDesc) -> &'static str {
+        let d = CallDesc { topo: Topo { shm: true, chunk: 1 << 16, ..Topo::default() }, ..d };
+        match decide(&Config { host_mpi: mpi, ..Config::default() }, &d, Some(d.bytes)) {
+            Decision::Run(a, _, _) => a.name,
+            other => panic!("{other:?}"),
+        }
+    }
+
     fn desc(coll: Coll, size: usize, bytes: usize) -> CallDesc {
         CallDesc {
             coll,
@@ -244,14 +254,7 @@ mod tests {
 
     #[test]
     fn a_reduce_at_two_ranks_under_intel_mpi_hands_hot_calls_back_to_back_to_the_binomial_tree() {
-        let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
-        let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
-            let d = CallDesc { topo: node, ..desc(Coll::Reduce, p, bytes) };
-            match decide(&Config { host_mpi: mpi, ..Config::default() }, &d, Some(bytes)) {
-                Decision::Run(a, _, _) => a.name,
-                other => panic!("{other:?}"),
-            }
-        };
+        let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Reduce, p, bytes));
         let sizes = [(16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
         assert_eq!(intel, ["shm_flat_zcopy", "shm_flat_binomial", "shm_flat_binomial", "shm_flat_zcopy"]);
@@ -263,14 +266,7 @@ mod tests {
 
     #[test]
     fn an_allreduce_at_two_ranks_under_intel_mpi_runs_the_ring_from_32_kib_to_1_mib() {
-        let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
-        let pick = |mpi: Option<HostMpi>, p: usize, bytes: usize| {
-            let d = CallDesc { topo: node, ..desc(Coll::Allreduce, p, bytes) };
-            match decide(&Config { host_mpi: mpi, ..Config::default() }, &d, Some(bytes)) {
-                Decision::Run(a, _, _) => a.name,
-                other => panic!("{other:?}"),
-            }
-        };
+        let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Allreduce, p, bytes));
         // The ring on hot vectors only below 64 KiB (shm_flat_ring).
         let sizes = [(32 << 10) - 8, 32 << 10, (64 << 10) - 8, 64 << 10, 1 << 20, (1 << 20) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
@@ -282,13 +278,8 @@ mod tests {
         // The ring takes commutative operators only (shm_flat_ring then
         // keeps to the node layer); Rabenseifner keeps the operands'
         // order, from 128 KiB, and the node layer below.
-        let intel = Config { host_mpi: Some(HostMpi::Intel), ..Config::default() };
-        let noncommutative = |bytes: usize| {
-            let d = CallDesc { topo: node, commutative: false, ..desc(Coll::Allreduce, 2, bytes) };
-            match decide(&intel, &d, Some(bytes)) {
-                Decision::Run(a, _, _) => a.name,
-                other => panic!("{other:?}"),
-            }
+        let noncommutative = |bytes| {
+            on_one_node(Some(HostMpi::Intel), CallDesc { commutative: false, ..desc(Coll::Allreduce, 2, bytes) })
         };
         let expected = ["shm_flat_ring", "shm_flat_zcopy", "rabenseifner", "rabenseifner"];
         assert_eq!([32 << 10, 64 << 10, 128 << 10, 1 << 20].map(noncommutative), expected);
