@@ -535,6 +535,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
         node::on_one_node_zero_copy,
     ),
     Algorithm::node(
+        Coll::Bcast,
+        "shm_binomial",
+        "one node: shm, but runs of calls whose root starts them back to back with its last one (PCOLL_SHM_BACK_TO_BACK) from its last call's buffer (hot) go by the binomial tree over the host MPI",
+        node::bcast_host_runs::run,
+        node::on_one_node_zero_copy,
+    )
+    .back_to_back_runs_by("binomial"),
+    Algorithm::node(
         Coll::Gatherv,
         "shm",
         "one node: copy-in for small blocks, zero copy for large ones, as the root decides",

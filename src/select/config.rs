@@ -146,9 +146,9 @@ pub struct ShmConfig {
     /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
     /// pipeline from this many bytes, against the queue below.
     pub bcast_timed_from: usize,
-    /// PCOLL_SHM_BACK_TO_BACK: a reduction that starts within this many
-    /// nanoseconds of the end of the rank's last one comes back to back
-    /// (0: none does).
+    /// PCOLL_SHM_BACK_TO_BACK: a reduction (a Bcast) that starts within
+    /// this many nanoseconds of the end of the rank's last one comes back
+    /// to back (0: none does).
     pub back_to_back_ns: u64,
     /// PCOLL_SHM_ADAPT: a flat Allreduce of 64 KiB and more picks the
     /// stores of its copy-in by timing its calls.
@@ -182,7 +182,7 @@ impl Default for ShmConfig {
             gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
             gatherv_hot_copy_in_up_to: Sizes::default().gatherv_hot_copy_in_up_to,
             bcast_timed_from: Sizes::default().bcast_timed_from,
-            back_to_back_ns: crate::algos::node::reduce_flat_zcopy::BACK_TO_BACK_NS,
+            back_to_back_ns: crate::algos::node::host_runs::BACK_TO_BACK_NS,
             adapt: true,
             budget: None,
         }

@@ -632,9 +632,10 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.back_to_back_ns = v.number() as u64;
             Ok(())
         },
-        doc: "nanoseconds: a Reduce or Allreduce that starts within this time of the end of the same rank's \
-              last one on the communicator comes back to back; `shm_flat_binomial` hands runs of hot calls \
-              that come back to back on every rank to the binomial tree over the host MPI \
+        doc: "nanoseconds: a Reduce or Allreduce (a Bcast) that starts within this time of the end of the \
+              same rank's last one on the communicator comes back to back; `shm_flat_binomial` hands runs of \
+              hot calls that come back to back on every rank, `shm_binomial` those whose root's come back to \
+              back, to the binomial tree over the host MPI \
               ([Calls back to back](node-layer.md#calls-back-to-back))",
     },
 ];

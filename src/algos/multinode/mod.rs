@@ -187,7 +187,7 @@ pub(crate) fn node_bcast(
     root: usize,
     c: &dyn Combiner,
 ) -> Result<(), Mismatch> {
-    StagePlan::node_fn(plan.node_bcast)(team, NodeCall::Bcast { data, root }, c)
+    StagePlan::node_fn(plan.node_bcast)(team, NodeCall::bcast(data, root), c)
 }
 
 /// The call the representatives make between nodes.

@@ -8,12 +8,14 @@
 //! Everything here is plain memory, so tests map a segment in a heap
 //! buffer and run ranks as threads.
 
+pub mod bcast_host_runs;
 pub mod bcast_pipeline;
 pub mod bcast_queue;
 pub mod bcast_queue_zcopy;
 pub mod bcast_timed;
 pub mod bcast_zcopy;
 pub mod gatherv_shm;
+pub mod host_runs;
 pub mod reduce_flat;
 pub mod reduce_flat_zcopy;
 pub mod reduce_partition;
@@ -74,11 +76,14 @@ pub struct NodeMemory {
     /// Reduce's and Allreduce's runs of calls, flat or voting, agreed
     /// with rank 0.
     pub reduction_runs: reduce_flat_zcopy::Runs,
-    /// When this rank's last reduction ended, where its algorithm's hot
-    /// way takes only calls back to back.
-    pub reduction_end: Option<std::time::Instant>,
-    /// This rank's reductions in a row that came back to back.
-    pub back_to_back_streak: u32,
+    /// Whether this rank's reductions come back to back, where their
+    /// algorithm's host way takes only such calls.
+    pub reduction_pace: host_runs::Pace,
+    /// Bcast's runs of calls, where its algorithm hands runs back to back
+    /// to the host.
+    pub bcast_runs: host_runs::HostRuns,
+    /// Whether this rank's Bcasts come back to back, there.
+    pub bcast_pace: host_runs::Pace,
     /// What the run-time choices have learnt.
     pub adaptation: Adaptation,
 }
@@ -101,8 +106,9 @@ impl Default for NodeMemory {
             bcast_hot_way: bcast_timed::way_choice(bcast_timed::TIMED_FROM).bounded(),
             reduction_way: TimedChoice::paying_changes(reduce_flat_zcopy::TIMED_FROM),
             reduction_runs: reduce_flat_zcopy::Runs::default(),
-            reduction_end: None,
-            back_to_back_streak: 0,
+            reduction_pace: host_runs::Pace::default(),
+            bcast_runs: host_runs::HostRuns::default(),
+            bcast_pace: host_runs::Pace::default(),
             adaptation: Adaptation::default(),
         }
     }
@@ -176,10 +182,16 @@ impl NodeMemory {
         if flat_runs > 0 {
             lines.push(format!("shm_flat_zcopy: {flat_runs} calls flat without a vote (rank 0's timings favour flat)"));
         }
-        let host_runs = self.reduction_runs.by_host_calls;
+        let host_runs = self.reduction_runs.host.by_host_calls;
         if host_runs > 0 {
             lines.push(format!(
                 "shm_flat_ring, shm_flat_binomial: {host_runs} calls on hot vectors by their schedule over the host MPI"
+            ));
+        }
+        let bcast_host_runs = self.bcast_runs.by_host_calls;
+        if bcast_host_runs > 0 {
+            lines.push(format!(
+                "shm_binomial: {bcast_host_runs} Bcasts back to back by the binomial tree over the host MPI"
             ));
         }
         lines
@@ -263,10 +275,14 @@ pub enum NodeCall<'a> {
         root: Option<usize>,
         host: Option<&'a mut dyn HostWay>,
     },
-    /// Bcast of the whole of `data` (every rank's message).
+    /// Bcast of the whole of `data` (every rank's message); `host`, where
+    /// the algorithm may hand calls to the host, with `scratch` as large
+    /// as the dispatcher made it for that way.
     Bcast {
         data: &'a mut [u8],
         root: usize,
+        host: Option<&'a mut dyn HostWay>,
+        scratch: &'a mut [u8],
     },
     Gatherv(gatherv_shm::Gather<'a>),
 }
@@ -278,9 +294,14 @@ impl<'a> NodeCall<'a> {
         (bufs, unit, root)
     }
 
+    /// A Bcast of `data` from node rank `root` with no way to the host.
+    pub fn bcast(data: &'a mut [u8], root: usize) -> NodeCall<'a> {
+        NodeCall::Bcast { data, root, host: None, scratch: &mut [] }
+    }
+
     /// A Bcast's message and node root.
     pub fn into_bcast(self) -> (&'a mut [u8], usize) {
-        let NodeCall::Bcast { data, root } = self else { mismatch() };
+        let NodeCall::Bcast { data, root, .. } = self else { mismatch() };
         (data, root)
     }
 

@@ -41,7 +41,7 @@
 //! Where rank 0's timings favour flat, the vote's step alone cost a hot
 //! call a fifth of its time against `shm_flat` (Zen 3 VM, 2 ranks, 8 KiB
 //! Allreduce: 2.2-2.8 us against 1.8-2.3). So calls come in runs of
-//! [`RUN`] per size class, alike on every rank (every rank sees the same
+//! [`super::host_runs::RUN`] per size class, alike on every rank (every rank sees the same
 //! sizes): the run's first call agrees, rank 0 saying in the vote's step
 //! whether the run goes flat (flat is in use in its timings); if so the
 //! run's other calls go flat with no vote, rank 0 timing nothing. A class
@@ -52,7 +52,7 @@
 //! over the host MPI instead of zero copy ([`HostWay`]): the ring, for
 //! every run of calls all ranks vote hot for; the binomial tree, for a
 //! Reduce, only where every rank's calls also come back to back
-//! ([`BACK_TO_BACK_NS`]), which a tree over an eager point-to-point
+//! ([`super::host_runs::BACK_TO_BACK_NS`]), which a tree over an eager point-to-point
 //! pipelines and the node layer does not (docs/node-layer.md).
 //!
 //! Seed: 003 (the zero-copy partitioning); the choice by the buffers is
@@ -60,6 +60,8 @@
 
 use std::fmt;
 use std::time::{Duration, Instant};
+
+use super::host_runs::HostRuns;
 
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
@@ -92,54 +94,22 @@ impl fmt::Display for Way {
 /// smallest zero-copy reduction (8 KiB at 2 ranks).
 pub const TIMED_FROM: usize = 8 << 10;
 
-/// Calls of a size class from one agreement on flat runs to the next: a
-/// run that goes flat saves the vote on all its calls but the first, and
-/// a change of rank 0's timings waits for the run's end (16: at most 15
-/// calls the other way).
-pub const RUN: u32 = 16;
-
-/// Default of PCOLL_SHM_BACK_TO_BACK (ns). On the EPYC VM under Intel MPI
-/// at 2 ranks, the gap between the end of a rank's Reduce and the start
-/// of its next was 150-300 ns in the median in loops back to back (8-128
-/// KiB); between barriers the non-root's was 0.7 us or more in 95% of
-/// calls, the root's 250-300 ns (its peer waits at the barrier for it);
-/// docs/measurements.md.
-pub const BACK_TO_BACK_NS: u64 = 500;
-
-/// Calls in a row that must come back to back on a rank before it asks
-/// for the host's way: a run taken stays there for up to [`RUN`] calls,
-/// and one short gap between barriers must not send a run of calls apart
-/// to the host (with a window of 800 ns and no streak, half the calls
-/// between barriers went there).
-pub const BACK_TO_BACK_STREAK: u32 = 3;
-
-/// The runs of calls, the same on every rank: per size class, its calls
-/// so far and whether its current run goes flat.
+/// The runs of calls ([`super::host_runs`]), the same on every rank: per
+/// size class, also whether its current run goes flat.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Runs {
-    calls: [u32; CLASSES],
+    /// The runs' counts, and which go to the host's schedule (all ranks
+    /// voted hot in their first call, where the algorithm has one).
+    pub host: HostRuns,
     flat: [bool; CLASSES],
-    /// Whether the current run's calls go to the host's schedule (all
-    /// ranks voted hot in it, where the algorithm has one).
-    by_host: [bool; CLASSES],
     /// Calls that went flat within a flat run, with no vote.
     pub flat_without_vote: u64,
-    /// Calls that went to the host's schedule.
-    pub by_host_calls: u64,
 }
 
 impl Runs {
-    /// Counts a call of size class `class`; whether it opens a run.
-    fn opens(&mut self, class: usize) -> bool {
-        let call = self.calls[class];
-        self.calls[class] = call.wrapping_add(1);
-        call.is_multiple_of(RUN)
-    }
-
     /// Runs a call by the host's schedule, the algorithm's hot way.
     fn by_host(&mut self, host: &mut dyn HostWay, bufs: &mut Buffers<'_>) -> Way {
-        self.by_host_calls += 1;
-        host.run(bufs);
+        self.host.run(host, bufs);
         Way::ZeroCopy
     }
 }
@@ -164,13 +134,11 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
 ) -> Result<Way, Mismatch> {
     let within = host.as_deref().and_then(|host| host.back_to_back_within());
     if let Some(within) = within {
-        let memory = &mut team.state.memory;
-        let soon = memory.reduction_end.is_some_and(|end| end.elapsed() < within);
-        memory.back_to_back_streak = if soon { memory.back_to_back_streak.saturating_add(1) } else { 0 };
+        team.state.memory.reduction_pace.starts(within);
     }
     let way = choose_and_run(team, bufs, unit, root, host, within, combiner);
     if within.is_some() {
-        team.state.memory.reduction_end = Some(Instant::now());
+        team.state.memory.reduction_pace.ends();
     }
     way
 }
@@ -192,17 +160,17 @@ fn choose_and_run<C: Combiner + ?Sized>(
     let memory = &mut team.state.memory;
     let class = size_class(TIMED_FROM, len);
     let runs = &mut memory.reduction_runs;
-    let opens = runs.opens(class);
+    let opens = runs.host.opens(class);
     if !opens && runs.flat[class] {
         runs.flat_without_vote += 1;
         flat(team, bufs, unit, root, combiner)?;
         return Ok(Way::Flat);
     }
-    if let Some(host) = host.as_deref_mut().filter(|_| !opens && runs.by_host[class]) {
+    if let Some(host) = host.as_deref_mut().filter(|_| !opens && runs.host.by_host(class)) {
         return Ok(runs.by_host(host, bufs));
     }
     let can = hot && !team.settings.oversubscribed;
-    let back_to_back = within.is_some() && can && memory.back_to_back_streak >= BACK_TO_BACK_STREAK;
+    let back_to_back = within.is_some() && can && memory.reduction_pace.back_to_back();
     let decides = team.rank == 0 && memory.adaptation.enabled;
     let pick = decides.then(|| memory.reduction_way.pick(len));
     let favoured = pick.is_none_or(|pick| pick.method == Way::ZeroCopy);
@@ -220,10 +188,10 @@ fn choose_and_run<C: Combiner + ?Sized>(
     // Every rank knows the vote's outcome: all of them switch together.
     let by_host = host.is_some() && if within.is_some() { back_to_back } else { zero_copy };
     if opens || by_host {
-        if by_host && !runs.by_host[class] {
+        if by_host && !runs.host.by_host(class) {
             log::debug!("{len} B on hot vectors everywhere, this run goes to the host's schedule");
         }
-        runs.by_host[class] = by_host;
+        runs.host.set_by_host(class, by_host);
     }
     // From the moment all have voted: their lateness is no way's.
     let start = Instant::now();

@@ -89,7 +89,7 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                 let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
                                 let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
                                 let op = Interval { combined: AtomicU64::new(0) };
-                                node_call(team, n, |team| run(team, NodeCall::Bcast { data: &mut data, root }, &op));
+                                node_call(team, n, |team| run(team, NodeCall::bcast(&mut data, root), &op));
                                 assert_eq!(data, want, "{}", context());
                             }
                             Coll::Gatherv => {

@@ -937,7 +937,8 @@ fn reductions_flat_or_by_zero_copy_are_exact() {
 /// exact.
 #[test]
 fn reductions_in_flat_runs_skip_the_vote() {
-    use super::reduce_flat_zcopy::{flat_or_zero_copy, Way, RUN};
+    use super::host_runs::RUN;
+    use super::reduce_flat_zcopy::{flat_or_zero_copy, Way};
     use crate::adapt::choice::{EXPLORE, EXPLORING_AFTER_CHANGE};
     use std::time::Duration;
     let runs = 3 * RUN as usize;
@@ -1003,7 +1004,8 @@ fn reductions_in_flat_runs_skip_the_vote() {
 /// and none where one rank's never do (no gap does) or none do.
 #[test]
 fn reductions_in_hot_runs_go_to_the_host() {
-    use super::reduce_flat_zcopy::{flat_or_zero_copy, BACK_TO_BACK_STREAK, RUN};
+    use super::host_runs::{BACK_TO_BACK_STREAK, RUN};
+    use super::reduce_flat_zcopy::flat_or_zero_copy;
     use super::HostWay;
     use std::time::Duration;
     struct StandIn {
@@ -1070,7 +1072,7 @@ fn reductions_in_hot_runs_go_to_the_host() {
                         assert_eq!(got, expected(p, j), "p={p} {what} call={call} rank={rank} element {j}");
                     }
                 }
-                assert_eq!(team.state.memory.reduction_runs.by_host_calls, host.calls as u64);
+                assert_eq!(team.state.memory.reduction_runs.host.by_host_calls, host.calls as u64);
             });
             let (hot, by_host) = (hot.into_inner().unwrap(), by_host.into_inner().unwrap());
             let takes = (0..p).all(|rank| window(p, rank) != Some(Duration::ZERO));
@@ -1091,6 +1093,78 @@ fn reductions_in_hot_runs_go_to_the_host() {
             let least = if takes { [CALLS - 1 - late, 0, CALLS - 12 - late][changes.min(2)] } else { 0 };
             let most = if takes && changes != 1 { CALLS } else { 0 };
             assert!((least..=most).contains(&host_calls), "p={p} changes={changes} {what}: {host_calls}");
+        }
+    }
+}
+
+/// `shm_binomial`'s runs: a Bcast whose run's root is paced back to back
+/// (its window: any gap counts, none does, or every hot call goes) and
+/// sends from its last buffer hands the run to the host (a stand-in that
+/// writes the root's message), on every rank alike, roots rotating; a
+/// root's first call, or a buffer new every call, keeps the run on the
+/// node. Every message arrives exact.
+#[test]
+fn bcasts_in_runs_back_to_back_go_to_the_host() {
+    use super::bcast_host_runs::{shm_or_host, CLASSES_FROM};
+    use super::host_runs::RUN;
+    use super::HostWay;
+    use std::time::Duration;
+    fn message(call: usize, n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 5 + call * 3) as u8).collect()
+    }
+    struct StandIn {
+        call: usize,
+        calls: usize,
+        within: Option<Duration>,
+    }
+    impl HostWay for StandIn {
+        fn run(&mut self, bufs: &mut Buffers<'_>) {
+            self.calls += 1;
+            let n = bufs.recv.len();
+            bufs.recv.copy_from_slice(&message(self.call, n));
+        }
+        fn back_to_back_within(&self) -> Option<Duration> {
+            self.within
+        }
+    }
+    const CALLS: usize = 4 * RUN as usize;
+    let windows = [("any gap", Some(Duration::MAX)), ("no gap", Some(Duration::ZERO)), ("every hot call", None)];
+    for p in [2, 3] {
+        for (what, within) in windows {
+            for new_buffers in [false, true] {
+                // Per call and rank: whether the call went to the host.
+                let by_host = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+                on_threads_with(p, TEST_GEO, TEST_SETTINGS, test_memory, |rank, team| {
+                    let mut rng = Rng(p as u64 * 11 + rank as u64);
+                    let n = CLASSES_FROM + 8;
+                    let mut buffers = [vec![0u8; n], vec![0u8; n]];
+                    let mut host = StandIn { call: 0, calls: 0, within };
+                    for call in 0..CALLS {
+                        let root = call % p;
+                        let data = &mut buffers[if new_buffers { call % 2 } else { 0 }];
+                        if rank == root {
+                            data.copy_from_slice(&message(call, n));
+                        } else {
+                            data.fill(0xEE);
+                        }
+                        host.call = call;
+                        jitter(&mut rng);
+                        let before = host.calls;
+                        node_call(team, n, |team| {
+                            shm_or_host(team, data, root, Some(&mut host as &mut dyn HostWay), &mut [])
+                        });
+                        by_host.lock().unwrap()[call][rank] = host.calls > before;
+                        assert!(*data == message(call, n), "p={p} {what} call={call} rank={rank}");
+                    }
+                    assert_eq!(team.state.memory.bcast_runs.by_host_calls, host.calls as u64);
+                });
+                let takes = within != Some(Duration::ZERO) && !new_buffers;
+                for (call, ranks) in by_host.into_inner().unwrap().iter().enumerate() {
+                    // The first run's roots have no last buffer, nor a streak.
+                    let want = takes && call >= RUN as usize;
+                    assert!(ranks.iter().all(|&h| h == want), "p={p} {what} new={new_buffers} call={call}: {ranks:?}");
+                }
+            }
         }
     }
 }
@@ -1370,7 +1444,7 @@ fn every_node_algorithm_is_exact_with_the_default_settings() {
                         for (call, (n, root)) in bcast_plan.into_iter().enumerate() {
                             let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
                             let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
-                            node_call(team, n, |team| run(team, NodeCall::Bcast { data: &mut data, root }, &op));
+                            node_call(team, n, |team| run(team, NodeCall::bcast(&mut data, root), &op));
                             assert!(data == want, "{}", what(call, n));
                         }
                     }
