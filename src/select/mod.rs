@@ -169,9 +169,9 @@ mod tests {
     use rules::HostMpi;
 
     /// The algorithm the rules run under host MPI `mpi` for `d` on one
-    /// node with a segment.
+    /// node with a segment and zero copy.
     fn on_one_node(mpi: Option<HostMpi>, d: CallDesc) -> &'static str {
-        let d = CallDesc { topo: Topo { shm: true, chunk: 1 << 16, ..Topo::default() }, ..d };
+        let d = CallDesc { topo: Topo { shm: true, zcopy: true, chunk: 1 << 16, ..Topo::default() }, ..d };
         match decide(&Config { host_mpi: mpi, ..Config::default() }, &d, Some(d.bytes)) {
             Decision::Run(a, _, _) => a.name,
             other => panic!("{other:?}"),
@@ -262,6 +262,19 @@ mod tests {
             assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 4], "{other:?}");
         }
         assert_eq!(pick(Some(HostMpi::Intel), 3, 32 << 10), "shm_flat");
+    }
+
+    #[test]
+    fn a_bcast_at_two_ranks_under_intel_mpi_hands_calls_back_to_back_to_the_binomial_tree() {
+        let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Bcast, p, bytes));
+        let sizes = [(16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
+        let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
+        assert_eq!(intel, ["shm_queue", "shm_binomial", "shm_binomial", "shm"]);
+        for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
+            let picks = sizes.map(|bytes| pick(other, 2, bytes));
+            assert_eq!(picks, ["shm_queue", "shm_queue_zcopy", "shm", "shm"], "{other:?}");
+        }
+        assert_eq!(pick(Some(HostMpi::Intel), 3, 32 << 10), "shm");
     }
 
     #[test]
