@@ -110,6 +110,13 @@ int main(int argc, char **argv)
     for (int rep = 0; rep < 5; rep++)
         bc_base("MPI_BYTE", (256 << 10) + 3 + rep, np - 1);
 
+    /* calls of one size from one buffer (malloc gives the freed one
+     * back), roots rotating: forced, with its window as wide as the test
+     * command sets it, shm_binomial hands their runs after the first to
+     * the binomial tree over the host MPI */
+    for (int rep = 0; rep < 40; rep++)
+        bc_base("MPI_BYTE", 32 << 10, rep % np);
+
     /* 8 MiB */
     if (g_big) {
         ct_layout c4 = ct_lay_contig(ti, 4, 512 * 1024), i = ct_lay_base(ti, 2 * 1024 * 1024);
