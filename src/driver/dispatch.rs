@@ -309,7 +309,7 @@ fn run_on_node<'a, H: Host>(
     let node_call = |bufs: Buffers<'a>, host: Option<&'a mut dyn HostWay>| match desc.coll {
         Coll::Allreduce => NodeCall::Reduce { bufs, unit: desc.unit, root: None, host },
         Coll::Reduce => NodeCall::Reduce { bufs, unit: desc.unit, root: Some(root), host },
-        Coll::Bcast => NodeCall::Bcast { data: bufs.recv, root, host, scratch: bufs.scratch },
+        Coll::Bcast => NodeCall::Bcast { data: bufs.recv, root, host },
         Coll::Gatherv => NodeCall::Gatherv(Gather {
             send: bufs.send.unwrap_or(&[]),
             recv: bufs.recv,
@@ -321,7 +321,7 @@ fn run_on_node<'a, H: Host>(
     let result = match call.algo.imp {
         Impl::Node(run) if desc.coll == Coll::Bcast => {
             let host = hot_way.as_deref_mut().map(|way| way as &mut dyn HostWay);
-            let node_bcast = NodeCall::Bcast { data: &mut *bufs.recv, root, host, scratch: &mut *bufs.scratch };
+            let node_bcast = NodeCall::Bcast { data: &mut *bufs.recv, root, host };
             match run(&mut team, node_bcast, combiner) {
                 Err(m) if m.peer == root && team.rank != root => {
                     team.state.memory.queue_op = queue_op;

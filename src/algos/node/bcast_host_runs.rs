@@ -46,14 +46,12 @@ pub const CLASSES_FROM: usize = 16 << 10;
 /// The root's word in a run's first call: 1 where the run goes to the host.
 const BY_HOST: usize = 0;
 
-/// `shm`'s Bcast, with runs of calls back to back handed to `host`
-/// (whose schedule uses `scratch`).
+/// `shm`'s Bcast, with runs of calls back to back handed to `host`.
 pub fn shm_or_host(
     team: &mut Team<'_>,
     data: &mut [u8],
     root: usize,
     host: Option<&mut dyn HostWay>,
-    scratch: &mut [u8],
 ) -> Result<(), Mismatch> {
     let Some(host) = host else { return timed(team, data, root) };
     let within = host.back_to_back_within();
@@ -87,7 +85,8 @@ pub fn shm_or_host(
     };
     let result = if by_host {
         super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
-        let mut bufs = Buffers { send: None, recv: data, scratch };
+        // The host's way brings its own scratch where it needs any.
+        let mut bufs = Buffers { send: None, recv: data, scratch: &mut [] };
         team.state.memory.bcast_runs.run(host, &mut bufs);
         Ok(())
     } else {
@@ -119,6 +118,6 @@ fn root_says(team: &mut Team<'_>, root: usize, by_host: bool) -> Result<bool, Mi
 
 /// [`shm_or_host`], as the registry runs it.
 pub fn run(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
-    let NodeCall::Bcast { data, root, host, scratch } = call else { super::mismatch() };
-    shm_or_host(team, data, root, host, scratch)
+    let NodeCall::Bcast { data, root, host } = call else { super::mismatch() };
+    shm_or_host(team, data, root, host)
 }

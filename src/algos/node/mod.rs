@@ -276,13 +276,11 @@ pub enum NodeCall<'a> {
         host: Option<&'a mut dyn HostWay>,
     },
     /// Bcast of the whole of `data` (every rank's message); `host`, where
-    /// the algorithm may hand calls to the host, with `scratch` as large
-    /// as the dispatcher made it for that way.
+    /// the algorithm may hand calls to the host.
     Bcast {
         data: &'a mut [u8],
         root: usize,
         host: Option<&'a mut dyn HostWay>,
-        scratch: &'a mut [u8],
     },
     Gatherv(gatherv_shm::Gather<'a>),
 }
@@ -296,7 +294,7 @@ impl<'a> NodeCall<'a> {
 
     /// A Bcast of `data` from node rank `root` with no way to the host.
     pub fn bcast(data: &'a mut [u8], root: usize) -> NodeCall<'a> {
-        NodeCall::Bcast { data, root, host: None, scratch: &mut [] }
+        NodeCall::Bcast { data, root, host: None }
     }
 
     /// A Bcast's message and node root.

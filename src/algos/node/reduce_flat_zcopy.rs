@@ -41,8 +41,8 @@
 //! Where rank 0's timings favour flat, the vote's step alone cost a hot
 //! call a fifth of its time against `shm_flat` (Zen 3 VM, 2 ranks, 8 KiB
 //! Allreduce: 2.2-2.8 us against 1.8-2.3). So calls come in runs of
-//! [`super::host_runs::RUN`] per size class, alike on every rank (every rank sees the same
-//! sizes): the run's first call agrees, rank 0 saying in the vote's step
+//! [`super::host_runs::RUN`] per size class, alike on every rank (every
+//! rank sees the same sizes): the run's first call agrees, rank 0 saying in the vote's step
 //! whether the run goes flat (flat is in use in its timings); if so the
 //! run's other calls go flat with no vote, rank 0 timing nothing. A class
 //! whose timings explore zero copy, or favour it, votes on every call of
@@ -52,8 +52,9 @@
 //! over the host MPI instead of zero copy ([`HostWay`]): the ring, for
 //! every run of calls all ranks vote hot for; the binomial tree, for a
 //! Reduce, only where every rank's calls also come back to back
-//! ([`super::host_runs::BACK_TO_BACK_NS`]), which a tree over an eager point-to-point
-//! pipelines and the node layer does not (docs/node-layer.md).
+//! ([`super::host_runs::BACK_TO_BACK_NS`]), which a tree over an eager
+//! point-to-point pipelines and the node layer does not
+//! (docs/node-layer.md).
 //!
 //! Seed: 003 (the zero-copy partitioning); the choice by the buffers is
 //! pcoll's own.
@@ -62,7 +63,6 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::host_runs::HostRuns;
-
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
 use super::reduction::{publish_vectors_voting, Vote};

@@ -1150,9 +1150,7 @@ fn bcasts_in_runs_back_to_back_go_to_the_host() {
                         host.call = call;
                         jitter(&mut rng);
                         let before = host.calls;
-                        node_call(team, n, |team| {
-                            shm_or_host(team, data, root, Some(&mut host as &mut dyn HostWay), &mut [])
-                        });
+                        node_call(team, n, |team| shm_or_host(team, data, root, Some(&mut host as &mut dyn HostWay)));
                         by_host.lock().unwrap()[call][rank] = host.calls > before;
                         assert!(*data == message(call, n), "p={p} {what} call={call} rank={rank}");
                     }
