@@ -502,17 +502,36 @@ fn compositions_run_between_nodes_over_the_host() {
 
 #[test]
 fn ranks_waiting_on_their_leader_let_the_host_progress_within_compositions_only() {
-    // nodes {0, 1}, {2, 3}; rank 2, a leader, comes late, so rank 3 waits
-    // for it in the segment, and rank 0's leader work waits for node 1.
+    // nodes {0, 1}, {2, 3}; rank 2, a leader, comes late to the second
+    // call (the first sets the segment up), so rank 3 waits for it in the
+    // segment, and rank 0's leader work waits for node 1. Across nodes
+    // rank 2 stays away until rank 3 has probed (or 10 s): with a fixed
+    // delay, a starved rank 3 (a loaded CI machine) could arrive after it
+    // and never wait.
     for (allreduce, node_of) in [("salar", &[0, 0, 1, 1][..]), ("hier", &[0, 0, 1, 1][..]), ("auto", &[0, 0, 0, 0][..])]
     {
         let world = World::new(node_of, &[("PCOLL_ALLREDUCE", allreduce), ("PCOLL_SHM_CHUNK", "4K")], vec![]);
+        let set_up = std::sync::Barrier::new(4);
         world.run(|h| {
             let count = 1000;
             let mine = bytes_of(&input(h.rank, count));
             let mut recv = vec![0u8; 4 * count];
+            let first = reduce_call(h, Some(&mine), &mut recv, count as i64, Ty::I32, Op::Sum, None, WORLD);
+            assert_eq!(first, Done(SUCCESS), "{allreduce} rank {}", h.rank);
+            // within one node no call may probe, the first one included
+            if set_up.wait().is_leader() && allreduce != "auto" {
+                world.drove_progress.store(0, Ordering::Relaxed);
+            }
+            set_up.wait();
             if h.rank == 2 {
+                let late = std::time::Instant::now();
                 std::thread::sleep(std::time::Duration::from_millis(20));
+                while allreduce != "auto"
+                    && world.drove_progress.load(Ordering::Relaxed) & (1 << 3) == 0
+                    && late.elapsed() < std::time::Duration::from_secs(10)
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
             }
             let outcome = reduce_call(h, Some(&mine), &mut recv, count as i64, Ty::I32, Op::Sum, None, WORLD);
             assert_eq!(outcome, Done(SUCCESS), "{allreduce} rank {}", h.rank);
@@ -522,7 +541,7 @@ fn ranks_waiting_on_their_leader_let_the_host_progress_within_compositions_only(
         if allreduce == "auto" {
             assert_eq!(drove, 0, "a call within one node probed the host");
         } else {
-            assert_ne!(drove & (1 << 3), 0, "{allreduce}: rank 3 waited 20 ms without probing the host");
+            assert_ne!(drove & (1 << 3), 0, "{allreduce}: rank 3 waited 10 s without probing the host");
         }
     }
 }
