@@ -538,10 +538,19 @@ pub static ALGORITHMS: &[Algorithm] = &[
         Coll::Bcast,
         "shm_binomial",
         "one node: shm, but runs of calls whose root starts them back to back with its last one (PCOLL_SHM_BACK_TO_BACK) from its last call's buffer (hot) go by the binomial tree over the host MPI",
-        node::bcast_host_runs::run,
+        node::bcast_host_runs::run_shm,
         node::on_one_node_zero_copy,
     )
     .back_to_back_runs_by("binomial"),
+    Algorithm::node(
+        Coll::Bcast,
+        "shm_queue_binomial",
+        "one node: shm_queue, but runs of calls whose root starts them back to back with its last one (PCOLL_SHM_BACK_TO_BACK) from its last call's buffer (hot) go by the binomial tree over the host MPI",
+        node::bcast_host_runs::run_queue,
+        node::on_one_node,
+    )
+    .back_to_back_runs_by("binomial")
+    .from_seed("002"),
     Algorithm::node(
         Coll::Gatherv,
         "shm",

@@ -634,8 +634,8 @@ pub static SETTINGS: &[Setting] = &[
         },
         doc: "nanoseconds: a Reduce or Allreduce (a Bcast) that starts within this time of the end of the \
               same rank's last one on the communicator comes back to back; `shm_flat_binomial` hands runs of \
-              hot calls that come back to back on every rank, `shm_binomial` those whose root's come back to \
-              back, to the binomial tree over the host MPI \
+              hot calls that come back to back on every rank, `shm_binomial` and `shm_queue_binomial` those whose \
+              root's come back to back, to the binomial tree over the host MPI \
               ([Calls back to back](node-layer.md#calls-back-to-back))",
     },
 ];

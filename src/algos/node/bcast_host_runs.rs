@@ -1,6 +1,7 @@
-//! Bcast within a node by `shm`'s ways ([`super::bcast_timed`]), but
-//! runs of calls that come back to back go by the binomial tree over the
-//! host MPI (`shm_binomial`; Intel MPI at 2 ranks, 16-128 KiB). Back to
+//! Bcast within a node by `shm`'s ways ([`super::bcast_timed`]) or by
+//! the queue ([`super::bcast_queue`]), but runs of calls that come back
+//! to back go by the binomial tree over the host MPI (`shm_binomial`,
+//! `shm_queue_binomial`; Intel MPI at 2 ranks, 8-256 KiB). Back to
 //! back, a tree over an eager point-to-point pipelines the calls: the
 //! root returns once its message is sent and starts the next call, which
 //! the node layer's steps do not let it (EPYC VM, Intel MPI, 2 ranks,
@@ -19,19 +20,21 @@
 //! in 95% of calls, back to back 100-250 ns in 75%.
 //!
 //! Trace, p = 2, 32 KiB on one buffer per rank, roots alternating, back
-//! to back: calls 0-15 go by `shm` (call 0's root has no last buffer
-//! and no streak), call 16's root says "host" and calls 16-31 go by the
-//! host's binomial tree, with no step in the segment; and so on while
-//! the calls stay back to back.
+//! to back: calls 0-15 go by the node way (call 0's root has no last
+//! buffer and no streak), call 16's root says "host" and calls 16-31 go
+//! by the host's binomial tree, with no step in the segment; and so on
+//! while the calls stay back to back.
 //!
-//! Limitations: one node, with zero copy; the root judges the calls by
-//! its own pace and buffer; a reader of another call (an erroneous
-//! program) cannot follow a root's call of this algorithm, and a root in
-//! a run sends to readers that may not receive. Memory: the runs' counts
-//! and the pace, as well as `shm`'s. Cost: `shm`'s, plus a step in a
-//! run's first call; in a run, the host's binomial tree.
+//! Limitations: one node (`shm_binomial`: with zero copy); the root
+//! judges the calls by its own pace and buffer; a reader of another call
+//! (an erroneous program) cannot follow a root's call of these
+//! algorithms, and a root in a run sends to readers that may not receive.
+//! Memory: the runs' counts and the pace, as well as the node way's.
+//! Cost: the node way's, plus a step in a run's first call; in a run, the
+//! host's binomial tree.
 //! Seed: none (pcoll's own, from measurements under Intel MPI).
 
+use super::bcast_queue::configured_queue;
 use super::bcast_timed::timed;
 use super::host_runs::{BACK_TO_BACK_STREAK, RUN};
 use super::{HostWay, NodeCall, Team};
@@ -40,20 +43,24 @@ use crate::exec::{Buffers, Combiner};
 use crate::shm::team::{Mismatch, Via};
 
 /// Where the size classes of the runs start: the smallest message the
-/// rules give this algorithm.
-pub const CLASSES_FROM: usize = 16 << 10;
+/// rules give these algorithms.
+pub const CLASSES_FROM: usize = 8 << 10;
+
+/// A Bcast within the node: the way of the calls that stay there.
+pub type NodeWay = fn(&mut Team<'_>, &mut [u8], usize) -> Result<(), Mismatch>;
 
 /// The root's word in a run's first call: 1 where the run goes to the host.
 const BY_HOST: usize = 0;
 
-/// `shm`'s Bcast, with runs of calls back to back handed to `host`.
-pub fn shm_or_host(
+/// `node_way`'s Bcast, with runs of calls back to back handed to `host`.
+pub fn node_or_host(
     team: &mut Team<'_>,
     data: &mut [u8],
     root: usize,
     host: Option<&mut dyn HostWay>,
+    node_way: NodeWay,
 ) -> Result<(), Mismatch> {
-    let Some(host) = host else { return timed(team, data, root) };
+    let Some(host) = host else { return node_way(team, data, root) };
     let within = host.back_to_back_within();
     let memory = &mut team.state.memory;
     let class = size_class(CLASSES_FROM, data.len());
@@ -69,13 +76,12 @@ pub fn shm_or_host(
     }
     let opens = memory.bcast_runs.opens(class);
     let by_host = if opens {
-        // `shm` remembers the buffer itself.
         let hot = memory.bcast_buffer == data.as_ptr() as usize;
         let paced = within.is_none() || memory.bcast_pace.back_to_back();
         let wants = team.rank == root && hot && paced && !team.settings.oversubscribed;
         let by_host = root_says(team, root, wants)?;
         if by_host != team.state.memory.bcast_runs.by_host(class) {
-            let way = if by_host { "the host's binomial tree (back to back)" } else { "shm" };
+            let way = if by_host { "the host's binomial tree (back to back)" } else { "the node" };
             log::debug!("Bcast of {} B: this run goes by {way}", data.len());
         }
         team.state.memory.bcast_runs.set_by_host(class, by_host);
@@ -84,14 +90,15 @@ pub fn shm_or_host(
         memory.bcast_runs.by_host(class)
     };
     let result = if by_host {
-        super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
         // The host's way brings its own scratch where it needs any.
         let mut bufs = Buffers { send: None, recv: data, scratch: &mut [] };
         team.state.memory.bcast_runs.run(host, &mut bufs);
         Ok(())
     } else {
-        timed(team, data, root)
+        node_way(team, data, root)
     };
+    // Whichever way ran (`shm`'s adapts by it, or not at all).
+    team.state.memory.bcast_buffer = data.as_ptr() as usize;
     if within.is_some() && leads_up {
         team.state.memory.bcast_pace.ends();
     }
@@ -116,8 +123,14 @@ fn root_says(team: &mut Team<'_>, root: usize, by_host: bool) -> Result<bool, Mi
     Ok(by_host)
 }
 
-/// [`shm_or_host`], as the registry runs it.
-pub fn run(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
+/// [`node_or_host`] with `shm`'s ways, as the registry runs it.
+pub fn run_shm(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     let NodeCall::Bcast { data, root, host } = call else { super::mismatch() };
-    shm_or_host(team, data, root, host)
+    node_or_host(team, data, root, host, timed)
+}
+
+/// [`node_or_host`] with the queue, as the registry runs it.
+pub fn run_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
+    let NodeCall::Bcast { data, root, host } = call else { super::mismatch() };
+    node_or_host(team, data, root, host, configured_queue)
 }

@@ -219,11 +219,16 @@ pub(super) fn wait_counted_out(team: &Team<'_>) {
 /// fragment's length.
 const STREAMED: u64 = 1 << 63;
 
-/// [`queue`] with the communicator's queue settings, as the registry runs it.
-pub fn run_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
-    let (data, root) = call.into_bcast();
+/// [`queue`] with the communicator's queue settings.
+pub fn configured_queue(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let q = team.state.memory.queue;
     queue(team, data, root, q.fragment, q.tree)
+}
+
+/// [`configured_queue`], as the registry runs it.
+pub fn run_queue(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
+    let (data, root) = call.into_bcast();
+    configured_queue(team, data, root)
 }
 
 #[cfg(test)]

@@ -191,7 +191,7 @@ impl NodeMemory {
         let bcast_host_runs = self.bcast_runs.by_host_calls;
         if bcast_host_runs > 0 {
             lines.push(format!(
-                "shm_binomial: {bcast_host_runs} Bcasts back to back by the binomial tree over the host MPI"
+                "shm_binomial, shm_queue_binomial: {bcast_host_runs} Bcasts back to back by the binomial tree over the host MPI"
             ));
         }
         lines

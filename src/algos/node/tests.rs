@@ -1097,7 +1097,8 @@ fn reductions_in_hot_runs_go_to_the_host() {
     }
 }
 
-/// `shm_binomial`'s runs: a Bcast whose run's root is paced back to back
+/// `shm_binomial`'s and `shm_queue_binomial`'s runs: a Bcast whose run's
+/// root is paced back to back
 /// (its window: any gap counts, none does, or every hot call goes) and
 /// sends from its last buffer hands the run to the host (a stand-in that
 /// writes the root's message), on every rank alike, roots rotating; a
@@ -1105,7 +1106,7 @@ fn reductions_in_hot_runs_go_to_the_host() {
 /// node. Every message arrives exact.
 #[test]
 fn bcasts_in_runs_back_to_back_go_to_the_host() {
-    use super::bcast_host_runs::{shm_or_host, CLASSES_FROM};
+    use super::bcast_host_runs::{node_or_host, NodeWay, CLASSES_FROM};
     use super::host_runs::RUN;
     use super::HostWay;
     use std::time::Duration;
@@ -1129,38 +1130,47 @@ fn bcasts_in_runs_back_to_back_go_to_the_host() {
     }
     const CALLS: usize = 4 * RUN as usize;
     let windows = [("any gap", Some(Duration::MAX)), ("no gap", Some(Duration::ZERO)), ("every hot call", None)];
-    for p in [2, 3] {
-        for (what, within) in windows {
-            for new_buffers in [false, true] {
-                // Per call and rank: whether the call went to the host.
-                let by_host = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
-                on_threads_with(p, TEST_GEO, TEST_SETTINGS, test_memory, |rank, team| {
-                    let mut rng = Rng(p as u64 * 11 + rank as u64);
-                    let n = CLASSES_FROM + 8;
-                    let mut buffers = [vec![0u8; n], vec![0u8; n]];
-                    let mut host = StandIn { call: 0, calls: 0, within };
-                    for call in 0..CALLS {
-                        let root = call % p;
-                        let data = &mut buffers[if new_buffers { call % 2 } else { 0 }];
-                        if rank == root {
-                            data.copy_from_slice(&message(call, n));
-                        } else {
-                            data.fill(0xEE);
+    let node_ways: [(&str, NodeWay); 2] =
+        [("shm", super::bcast_timed::timed), ("queue", super::bcast_queue::configured_queue)];
+    for (way, node_way) in node_ways {
+        for p in [2, 3] {
+            for (what, within) in windows {
+                for new_buffers in [false, true] {
+                    // Per call and rank: whether the call went to the host.
+                    let by_host = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
+                    on_threads_with(p, TEST_GEO, TEST_SETTINGS, test_memory, |rank, team| {
+                        let mut rng = Rng(p as u64 * 11 + rank as u64);
+                        let n = CLASSES_FROM + 8;
+                        let mut buffers = [vec![0u8; n], vec![0u8; n]];
+                        let mut host = StandIn { call: 0, calls: 0, within };
+                        for call in 0..CALLS {
+                            let root = call % p;
+                            let data = &mut buffers[if new_buffers { call % 2 } else { 0 }];
+                            if rank == root {
+                                data.copy_from_slice(&message(call, n));
+                            } else {
+                                data.fill(0xEE);
+                            }
+                            host.call = call;
+                            jitter(&mut rng);
+                            let before = host.calls;
+                            node_call(team, n, |team| {
+                                node_or_host(team, data, root, Some(&mut host as &mut dyn HostWay), node_way)
+                            });
+                            by_host.lock().unwrap()[call][rank] = host.calls > before;
+                            assert!(*data == message(call, n), "{way} p={p} {what} call={call} rank={rank}");
                         }
-                        host.call = call;
-                        jitter(&mut rng);
-                        let before = host.calls;
-                        node_call(team, n, |team| shm_or_host(team, data, root, Some(&mut host as &mut dyn HostWay)));
-                        by_host.lock().unwrap()[call][rank] = host.calls > before;
-                        assert!(*data == message(call, n), "p={p} {what} call={call} rank={rank}");
+                        assert_eq!(team.state.memory.bcast_runs.by_host_calls, host.calls as u64);
+                    });
+                    let takes = within != Some(Duration::ZERO) && !new_buffers;
+                    for (call, ranks) in by_host.into_inner().unwrap().iter().enumerate() {
+                        // The first run's roots have no last buffer, nor a streak.
+                        let want = takes && call >= RUN as usize;
+                        assert!(
+                            ranks.iter().all(|&h| h == want),
+                            "{way} p={p} {what} new={new_buffers} call={call}: {ranks:?}"
+                        );
                     }
-                    assert_eq!(team.state.memory.bcast_runs.by_host_calls, host.calls as u64);
-                });
-                let takes = within != Some(Duration::ZERO) && !new_buffers;
-                for (call, ranks) in by_host.into_inner().unwrap().iter().enumerate() {
-                    // The first run's roots have no last buffer, nor a streak.
-                    let want = takes && call >= RUN as usize;
-                    assert!(ranks.iter().all(|&h| h == want), "p={p} {what} new={new_buffers} call={call}: {ranks:?}");
                 }
             }
         }
