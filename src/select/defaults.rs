@@ -88,6 +88,12 @@ reduce nodes=1 shm_partition
 # against 6.2 us; back to back 3.2 against 4.4) except between barriers
 # from 64 KiB (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
+# Under Intel MPI at 2 ranks from 8 KiB, shm_queue_binomial: the queue,
+# with the runs of shm_binomial (below) handed to the host (one job, us,
+# stock / shm_queue_binomial / shm_queue, 8 KiB: b2b 0.90 / 0.76 / 1.08
+# with the cores close, 2.27 / 1.87 / 2.08 apart; osu 1.17 / 0.55 /
+# 0.51; 12 KiB b2b 1.08 / 0.95 / 1.11).
+bcast nodes=1 p<3 mpi=intel bytes<16K shm_queue_binomial
 bcast nodes=1 bytes<16K shm_queue
 # Under Intel MPI at 2 ranks from 16 to 256 KiB, shm_binomial: runs of
 # calls whose root starts them back to back from its last buffer go by

@@ -267,13 +267,15 @@ mod tests {
     #[test]
     fn a_bcast_at_two_ranks_under_intel_mpi_hands_calls_back_to_back_to_the_binomial_tree() {
         let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Bcast, p, bytes));
-        let sizes = [(16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
+        let sizes = [(8 << 10) - 8, 8 << 10, (16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        assert_eq!(intel, ["shm_queue", "shm_binomial", "shm_binomial", "shm"]);
+        let want = ["shm_pipeline", "shm_queue_binomial", "shm_queue_binomial", "shm_binomial", "shm_binomial", "shm"];
+        assert_eq!(intel, want);
         for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
             let picks = sizes.map(|bytes| pick(other, 2, bytes));
-            assert_eq!(picks, ["shm_queue", "shm_queue_zcopy", "shm", "shm"], "{other:?}");
+            assert_eq!(picks, ["shm_pipeline", "shm_queue", "shm_queue", "shm_queue_zcopy", "shm", "shm"], "{other:?}");
         }
+        assert_eq!(pick(Some(HostMpi::Intel), 3, 12 << 10), "shm_queue");
         assert_eq!(pick(Some(HostMpi::Intel), 3, 32 << 10), "shm");
     }
 
