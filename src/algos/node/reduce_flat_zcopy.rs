@@ -42,11 +42,11 @@
 //! call a fifth of its time against `shm_flat` (Zen 3 VM, 2 ranks, 8 KiB
 //! Allreduce: 2.2-2.8 us against 1.8-2.3). So calls come in runs of
 //! [`super::host_runs::RUN`] per size class, alike on every rank (every
-//! rank sees the same sizes): the run's first call agrees, rank 0 saying in the vote's step
-//! whether the run goes flat (flat is in use in its timings); if so the
-//! run's other calls go flat with no vote, rank 0 timing nothing. A class
-//! whose timings explore zero copy, or favour it, votes on every call of
-//! the run, as above.
+//! rank sees the same sizes): the run's first call agrees, rank 0 saying
+//! in the vote's step whether the run goes flat (flat is in use in its
+//! timings); if so the run's other calls go flat with no vote, rank 0
+//! timing nothing. A class whose timings explore zero copy, or favour
+//! it, votes on every call of the run, as above.
 //!
 //! `shm_flat_ring` and `shm_flat_binomial` hand hot calls to a schedule
 //! over the host MPI instead of zero copy ([`HostWay`]): the ring, for
