@@ -136,6 +136,11 @@ pub fn streams<M>(pick: Option<&RootPick>, team: &Team<'_, M>, len: usize) -> bo
 }
 
 impl RootPick {
+    /// Whether the root tries stores other than those in use.
+    pub fn tries(&self) -> bool {
+        self.timing.is_some_and(|(pick, _)| !pick.in_use())
+    }
+
     /// At the end of the call: the root counts its time.
     pub fn record<M: Adapting>(self, team: &mut Team<'_, M>, n: usize) {
         if let Some((pick, start)) = self.timing {

@@ -78,14 +78,18 @@ pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
 /// Flat reduction; the result goes to every rank (`root` None) or to the
 /// root only. An Allreduce moves wider chunks and, from
 /// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores its timings
-/// favour ([`stores`]).
+/// favour ([`stores`]). Returns whether the call tried stores other than
+/// those in use (a warm-up, a trial or an exploration of [`stores`], as
+/// this rank knows it), so that a caller timing the flat way leaves out
+/// such a call: ordinary stores tried where streaming ones are in use
+/// took 3-5 times as long (Intel MPI host, cores apart, 4-16 KiB).
 pub fn flat<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
     unit: usize,
     root: Option<usize>,
     combiner: &C,
-) -> Result<(), Mismatch> {
+) -> Result<bool, Mismatch> {
     let n = vector_len(bufs);
     let chunk = match root {
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
@@ -95,6 +99,7 @@ pub fn flat<C: Combiner + ?Sized>(
     let adapts = root.is_none() && adaptation.enabled && n >= adaptation.from() && team.streams(chunk.min(n));
     let pick = adapts.then(|| team.state.memory.adaptation.allreduce_stores.pick(n));
     let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
+    let tries_stores = pick.is_some_and(|pick| !pick.in_use()) || rooted.as_ref().is_some_and(|r| r.tries());
     let mut stopwatch = Stopwatch::new(adapts);
     let me = team.rank;
     let folds = root.is_none_or(|r| r == me);
@@ -181,11 +186,11 @@ pub fn flat<C: Combiner + ?Sized>(
     if let Some(rooted) = rooted {
         rooted.record(team, n);
     }
-    Ok(())
+    Ok(tries_stores)
 }
 
 /// [`flat`], as the registry runs it.
 pub fn run_flat(team: &mut Team<'_>, call: NodeCall<'_>, combiner: &dyn Combiner) -> Result<(), Mismatch> {
     let (mut bufs, unit, root) = call.into_reduction();
-    flat(team, &mut bufs, unit, root, combiner)
+    flat(team, &mut bufs, unit, root, combiner).map(drop)
 }

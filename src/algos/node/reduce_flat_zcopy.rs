@@ -195,6 +195,7 @@ fn choose_and_run<C: Combiner + ?Sized>(
     }
     // From the moment all have voted: their lateness is no way's.
     let start = Instant::now();
+    let mut tried_stores = false;
     let way = if let Some(host) = host.filter(|_| by_host) {
         team.finish(s);
         team.state.memory.reduction_runs.by_host(host, bufs)
@@ -203,12 +204,13 @@ fn choose_and_run<C: Combiner + ?Sized>(
         Way::ZeroCopy
     } else {
         team.finish(s);
-        flat(team, bufs, unit, root, combiner)?;
+        tried_stores = flat(team, bufs, unit, root, combiner)?;
         Way::Flat
     };
     // A call that went the other way (a peer's buffer was new), or to a
-    // host way the timings did not choose, times nothing of the picked way's.
-    let timed = !(by_host && within.is_some());
+    // host way the timings did not choose, times nothing of the picked way's;
+    // nor does a flat call that tried other stores.
+    let timed = !(by_host && within.is_some() || tried_stores);
     if let Some(pick) = pick.filter(|pick| pick.method == way && timed) {
         let choice = &mut team.state.memory.reduction_way;
         if let Some(change) = choice.record(pick, len, start.elapsed()) {

@@ -295,7 +295,7 @@ fn reductions_are_exact_in_rank_order_across_many_calls() {
                 let mut bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                 jitter(&mut rng);
                 node_call(team, count * 8, |team| match algo {
-                    Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &op),
+                    Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &op).map(drop),
                     Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, root, &op),
                     Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, root, &op),
                 });
@@ -392,6 +392,7 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
             assert!(team.state.memory.adaptation.enabled);
             let op = Interval { combined: AtomicU64::new(0) };
             let mut rng = Rng(p as u64 * 131 + rank as u64);
+            let mut tried = Vec::new();
             for call in 0..EXPLORE as usize + 8 {
                 let first = call * count;
                 let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
@@ -399,9 +400,14 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
                 let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
                 let mut bufs = Buffers { send: (!in_place).then_some(&input[..]), recv: &mut recv, scratch: &mut [] };
                 jitter(&mut rng);
-                node_call(team, count * 8, |team| reduce_flat::flat(team, &mut bufs, 8, None, &op));
+                tried.push(node_call(team, count * 8, |team| reduce_flat::flat(team, &mut bufs, 8, None, &op)));
                 assert_elements_from(&recv, p, first, || format!("p={p} rank={rank} call={call} in_place={in_place}"));
             }
+            // The warm-up, both trials and the exploration say they tried
+            // stores not in use; most calls use those in use.
+            let explored = EXPLORE as usize - 1;
+            assert!([0, 1, 2, explored].iter().all(|&call| tried[call]), "p={p} rank={rank}: {tried:?}");
+            assert!(tried.iter().filter(|&&t| !t).count() > explored / 2, "p={p} rank={rank}: {tried:?}");
         });
     }
 }
@@ -511,7 +517,7 @@ fn node_reductions_combine_in_the_canonical_order() {
                 let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
                 node_call(team, count * 8, |team| match algo {
-                    Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &Order),
+                    Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, root, &Order).map(drop),
                     Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, root, &Order),
                     Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, root, &Order),
                 });
@@ -551,7 +557,7 @@ fn float_allreduce_is_bitwise_identical_across_algorithms_and_ranks() {
             let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
             let mut bufs = Buffers { send: Some(&input), recv: &mut recv, scratch: &mut scratch };
             node_call(team, count * 8, |team| match algo {
-                Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, None, &SumF64),
+                Algo::Flat => reduce_flat::flat(team, &mut bufs, 8, None, &SumF64).map(drop),
                 Algo::Partition => reduce_partition::partition(team, &mut bufs, 8, None, &SumF64),
                 Algo::ZeroCopy => reduce_zcopy::zero_copy(team, &mut bufs, 8, None, &SumF64),
             });
