@@ -1104,12 +1104,11 @@ fn reductions_in_hot_runs_go_to_the_host() {
 }
 
 /// `shm_binomial`'s and `shm_queue_binomial`'s runs: a Bcast whose run's
-/// root is paced back to back
-/// (its window: any gap counts, none does, or every hot call goes) and
-/// sends from its last buffer hands the run to the host (a stand-in that
-/// writes the root's message), on every rank alike, roots rotating; a
-/// root's first call, or a buffer new every call, keeps the run on the
-/// node. Every message arrives exact.
+/// root is paced back to back (its window: any gap counts, none does, or
+/// every hot call goes) and sends from its last buffer hands the run to
+/// the host (a stand-in that writes the root's message), on every rank
+/// alike, roots rotating; a root's first call, or a buffer new every
+/// call, keeps the run on the node. Every message arrives exact.
 #[test]
 fn bcasts_in_runs_back_to_back_go_to_the_host() {
     use super::bcast_host_runs::{node_or_host, NodeWay, CLASSES_FROM};
