@@ -60,8 +60,10 @@ pub const EXPLORE: u64 = 64;
 /// 32 KiB Gatherv blocks back to back on a Zen 3 VM: single calls through
 /// the area took 5-15 times their estimate, and a root switched to
 /// direct, twice as slow, 20 times in 0.3 s. A lasting change is followed
-/// all the same, at twice the estimate per call. Only the choice it was
-/// measured for (hot Gatherv routes) is bounded.
+/// all the same, at twice the estimate per call. Bounded: hot Gatherv
+/// routes, a Bcast's hot way, a flat Allreduce's stores (timed with the
+/// waits for the others); not flat against zero copy, which it made
+/// slower (docs/measurements.md).
 pub const OUTLIER: f64 = 2.0;
 
 /// Where a change of method costs the call after it

@@ -16,7 +16,7 @@ pub mod choice;
 pub mod chunk;
 pub mod stores;
 
-use stores::{ReaderChoice, StoreChoice, ADAPT_FROM};
+use stores::{LeaderChoice, ReaderChoice, StoreChoice, ADAPT_FROM};
 
 /// What one rank's node algorithms have learnt by timing, per
 /// communicator.
@@ -26,8 +26,9 @@ pub struct Adaptation {
     pub enabled: bool,
     /// Copy bytes from which the stores are timed; the same on every rank.
     from: usize,
-    /// Flat Allreduce's timings of its copy-in stores.
-    pub allreduce_stores: StoreChoice,
+    /// Flat Allreduce's copy-in stores, as node rank 0 times them for
+    /// every rank.
+    pub allreduce_stores: LeaderChoice,
     /// Reduce's timings of the others' copy-in stores, as root.
     pub reduce_stores: StoreChoice,
     /// Gatherv's timings of the others' copy-in stores, as root.
@@ -51,7 +52,7 @@ impl Adaptation {
         Adaptation {
             enabled,
             from,
-            allreduce_stores: StoreChoice::new(from),
+            allreduce_stores: LeaderChoice::new(from),
             reduce_stores: StoreChoice::new(from),
             gatherv_stores: ReaderChoice::new(from),
             bcast_stores: ReaderChoice::new(from),

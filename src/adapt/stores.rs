@@ -9,14 +9,18 @@
 //! back every line the reader holds and ordinary stores are 2-3 times
 //! slower. Nothing measured at start tells the two apart, and a virtual
 //! machine's state changes under a running job (docs/measurements.md).
-//! So each rank times its copy-ins and folds (not the waits, which
-//! carry the others' lateness) made with either kind and uses the cheaper
-//! ([`super::choice`]: per size class from [`super::Adaptation::from`],
-//! the first call a warm-up, one call in 64 exploring).
-//!
-//! The class and call numbers are the same on every rank (Allreduce's
-//! vector is), so ranks explore on the same call. Each decides alone: the
-//! kind of stores changes nothing a reader sees but its speed.
+//! So a flat Allreduce's node rank 0 times its chunks, from its copy-in
+//! to the end of its fold, made with either kind and every rank uses the
+//! cheaper ([`LeaderChoice`]; [`super::choice`]: per size class from
+//! [`super::Adaptation::from`], the first call a warm-up, one call in 64
+//! exploring). The time includes the wait for the others' chunks: where
+//! the cores share a cache, streaming stores cost the readers there, not
+//! in the copy-in or the fold (2 ranks, 4 KiB: ordinary 290 ns copy-in,
+//! 100 wait, 140 fold; streaming 105, 400, 450), and without the wait the
+//! choice took streaming stores at 4-16 KiB. A wait also carries a late
+//! peer's lateness, so one call's time counts for at most
+//! [`super::choice::OUTLIER`] times its estimate
+//! ([`super::choice::TimedChoice::bounded`]).
 //!
 //! A Reduce's copy-in costs its writers little either way; its cost is in
 //! the root's reads. So the root chooses for everyone ([`announce`]): it
@@ -25,11 +29,10 @@
 //! before they copy in (2 ranks, cores that share a cache: a 2 MiB
 //! `shm_flat` Reduce took a fifth less time with ordinary stores).
 //!
-//! Limitations: a rank's time reflects its peers' stores as much as its
-//! own (its folds read their areas), which works because ranks explore
-//! together; a Reduce root's time includes the others' lateness. Where
-//! ranks outnumber cores a Reduce streams, untimed (its non-roots would
-//! wait for the root to be scheduled). Cost: where ordinary stores lose,
+//! Limitations: rank 0's times stand for every rank's; a Reduce root's
+//! time includes the others' lateness. Where ranks outnumber cores a
+//! Reduce streams, untimed (its non-roots would wait for the root to be
+//! scheduled). Cost: where ordinary stores lose,
 //! one call in 64 is 2-3 times slower, about 3% on average; a Reduce's
 //! non-roots wait for the root's arrival before they copy in. Memory: a
 //! few words per class. Seed: none (pcoll's own, from the measurements
@@ -206,7 +209,11 @@ pub const GATHERV_WISHES: usize = 0;
 const BCAST_WISHES: usize = CLASSES;
 pub const GATHERV_ROUTES: usize = 2 * CLASSES;
 pub const GATHERV_HOT_ROUTES: usize = 3 * CLASSES;
+/// Node rank 0's stores for a flat Allreduce ([`LeaderChoice`]), in the
+/// second line: two per class, by the parity of the class's calls.
+const ALLREDUCE_WISHES: usize = LINE;
 const _: () = assert!(GATHERV_HOT_ROUTES + CLASSES <= LINE);
+const _: () = assert!(ALLREDUCE_WISHES + 2 * CLASSES <= 2 * LINE);
 
 /// At a Gatherv root's arrival, with the others' block lengths: the
 /// call's timing if it chooses (with PCOLL_SHM_ADAPT, ranks no more than
@@ -429,6 +436,92 @@ impl BcastStores {
     }
 }
 
+/// A flat Allreduce's stores, the same on every rank: node rank 0 picks
+/// them by its timings for each size class one call ahead and publishes
+/// the pick among its wishes before its first chunk of the call; the
+/// others read it at their next call of the class. Where each rank chose
+/// alone and the choice timed the waits for the others' chunks, a rank's
+/// times followed its peer's stores as much as its own, and the two
+/// switched each other back and forth (4 KiB, 2 ranks: up to 290 changes
+/// in 3,300 calls, the ranks ending on different stores).
+///
+/// The wish of a class's call `k + 1` goes to the place of its parity:
+/// a rank reads it after it has acquired rank 0's first chunk of call `k`,
+/// and rank 0 cannot write the place again (for call `k + 3`) before it has
+/// the reader's chunks of call `k + 1`, read after that wish.
+#[derive(Debug)]
+pub struct LeaderChoice {
+    choice: StoreChoice,
+    /// Per class: rank 0's pick for the class's next call.
+    next: [Option<Pick<Stores>>; CLASSES],
+    /// Per class: calls so far, the same on every rank.
+    calls: [u64; CLASSES],
+}
+
+/// One flat Allreduce's stores ([`LeaderChoice::start`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LeaderCall {
+    pub stores: Stores,
+    /// Rank 0's pick of the stores, which it times; none on others and on
+    /// a class's first call (whose stores, the first kind, no one picked).
+    pub timed: Option<Pick<Stores>>,
+}
+
+impl LeaderChoice {
+    /// Nothing timed yet; classes from `from` bytes. Bounded: a time
+    /// includes the waits for the others' chunks, and so a late peer's
+    /// lateness.
+    pub fn new(from: usize) -> LeaderChoice {
+        LeaderChoice { choice: StoreChoice::new(from).bounded(), next: [None; CLASSES], calls: [0; CLASSES] }
+    }
+
+    /// At the start of a call of `n` bytes: its stores, as rank 0 picked
+    /// them; rank 0 also picks the class's next call's and publishes them.
+    pub fn start<M: Adapting>(team: &mut Team<'_, M>, n: usize) -> LeaderCall {
+        let memory = team.state.memory.as_mut();
+        let leader = &mut memory.allreduce_stores;
+        let class = leader.choice.class(n);
+        let call = leader.calls[class];
+        leader.calls[class] += 1;
+        let wishes = &team.seg.control(0).wishes[ALLREDUCE_WISHES + 2 * class..][..2];
+        let place = |call: u64| &wishes[(call % 2) as usize];
+        if team.rank != 0 {
+            // Relaxed: ordered by this rank's acquire of rank 0's first
+            // chunk of the class's last call (see above).
+            let stores = Stores::BOTH[usize::from(place(call).load(Relaxed) != 0)];
+            return LeaderCall { stores, timed: None };
+        }
+        let timed = leader.next[class].take();
+        let next = leader.choice.pick(n);
+        leader.next[class] = Some(next);
+        let wish = place(call + 1);
+        let method = next.method.index() as u8;
+        // Stored only when it changes, so that the others keep the line
+        // in their caches. Relaxed: ordered by this call's first publish.
+        if wish.load(Relaxed) != method {
+            wish.store(method, Relaxed);
+        }
+        LeaderCall { stores: timed.map_or(Stores::BOTH[0], |pick| pick.method), timed }
+    }
+
+    /// At the end of rank 0's call of `n` bytes that its stopwatch timed
+    /// at `took`: counts it; returns the class's new preference if it
+    /// changed.
+    pub fn record(&mut self, pick: Pick<Stores>, n: usize, took: Duration) -> Option<Preference<Stores>> {
+        self.choice.record(pick, n, took)
+    }
+
+    /// The lower bound of the bytes of `pick`'s class, for logs.
+    pub fn class_bytes(&self, pick: &Pick<Stores>) -> usize {
+        self.choice.class_bytes(pick)
+    }
+
+    /// One line per class that has chosen (rank 0's), for the log.
+    pub fn summary(&self, what: &str) -> Vec<String> {
+        self.choice.summary(what)
+    }
+}
+
 /// Adds up the time of the parts of a call it is asked to time; does
 /// nothing (not even read the clock) when off.
 pub struct Stopwatch {
@@ -441,13 +534,15 @@ impl Stopwatch {
         Stopwatch { on, total: Duration::ZERO }
     }
 
-    pub fn time<R>(&mut self, part: impl FnOnce() -> R) -> R {
-        if !self.on {
-            return part();
+    /// A part starts: the time, if on.
+    pub fn start(&self) -> Option<Instant> {
+        self.on.then(Instant::now)
+    }
+
+    /// The part begun at `started` ends.
+    pub fn stop(&mut self, started: Option<Instant>) {
+        if let Some(started) = started {
+            self.total += started.elapsed();
         }
-        let start = Instant::now();
-        let result = part();
-        self.total += start.elapsed();
-        result
     }
 }

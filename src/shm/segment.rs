@@ -9,7 +9,7 @@
 //! ```text
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
-//!                                 wishes (one line of bytes)
+//!                                 wishes (two lines of bytes)
 //!                                 ring of d small-message slots: first
 //!                                 lines, data, further lines (per slot)
 //!                                 fragment controls[s] (one line each)
@@ -201,8 +201,8 @@ pub struct Control {
     _pad2: [u64; 4],
     /// Bytes this rank publishes for its peers' run-time choices, outside
     /// the step protocol (the adaptation above gives them their meaning);
-    /// 0 until first written. Written rarely, in a line of its own.
-    pub wishes: [AtomicU8; LINE],
+    /// 0 until first written. Written rarely, in lines of their own.
+    pub wishes: [AtomicU8; 2 * LINE],
 }
 
 /// Up to [`INLINE`] bytes of one step and the step's number, in one cache
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn blocks_are_page_aligned_and_their_parts_disjoint_in_order() {
-        assert_eq!(std::mem::size_of::<Control>(), 4 * LINE);
+        assert_eq!(std::mem::size_of::<Control>(), 5 * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
         let shapes = [(2, 0, 1, 0, 1), (16, 200, 64, 65536 + 5, 8), (1024, 4096, 8, 0, 4)];
         for (ring, ring_bytes, slots, allreduce_chunk, rotations) in shapes {

@@ -7,8 +7,8 @@
 //! - A chunk of up to `LINES * INLINE` bytes travels in the lines of a
 //!   slot instead of a chunk area ([`Team::put_lines`]).
 //! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK), and from
-//!   [`crate::adapt::Adaptation::from`] bytes each rank copies in with the
-//!   stores its timings favour ([`stores`]).
+//!   [`crate::adapt::Adaptation::from`] bytes every rank copies in with the
+//!   stores node rank 0's timings favour ([`stores::LeaderChoice`]).
 //! - A Reduce cuts its vector into about four chunks, so that the root
 //!   folds one while the others copy in the next (`reduce_chunk`), and
 //!   the others copy in with the stores the root picks
@@ -47,7 +47,7 @@
 
 use super::reduction::{chunk_len, fold_onto_own, fold_out, own_part_first, vector_len, whole_elements};
 use super::{NodeCall, Team};
-use crate::adapt::stores::{self, Stopwatch, Stores};
+use crate::adapt::stores::{self, LeaderChoice, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
 use crate::shm::team::Mismatch;
@@ -77,10 +77,11 @@ pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
 /// root only. An Allreduce moves wider chunks and, from
-/// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores its timings
-/// favour ([`stores`]). Returns whether the call tried stores other than
-/// those in use (a warm-up, a trial or an exploration of [`stores`], as
-/// this rank knows it), so that a caller timing the flat way leaves out
+/// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores node
+/// rank 0's timings favour ([`stores`]). Returns whether the call tried
+/// stores other than those in use (a warm-up, a trial or an exploration of
+/// [`stores`], as the rank that picked them knows it: node rank 0, or a
+/// Reduce's root), so that a caller timing the flat way leaves out
 /// such a call: ordinary stores tried where streaming ones are in use
 /// took 3-5 times as long (Intel MPI host, cores apart, 4-16 KiB).
 pub fn flat<C: Combiner + ?Sized>(
@@ -97,10 +98,11 @@ pub fn flat<C: Combiner + ?Sized>(
     };
     let adaptation = &team.state.memory.adaptation;
     let adapts = root.is_none() && adaptation.enabled && n >= adaptation.from() && team.streams(chunk.min(n));
-    let pick = adapts.then(|| team.state.memory.adaptation.allreduce_stores.pick(n));
+    let leader = adapts.then(|| LeaderChoice::start(team, n));
+    let timed = leader.and_then(|call| call.timed);
     let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
-    let tries_stores = pick.is_some_and(|pick| !pick.in_use()) || rooted.as_ref().is_some_and(|r| r.tries());
-    let mut stopwatch = Stopwatch::new(adapts);
+    let tries_stores = timed.is_some_and(|pick| !pick.in_use()) || rooted.as_ref().is_some_and(|r| r.tries());
+    let mut stopwatch = Stopwatch::new(timed.is_some());
     let me = team.rank;
     let folds = root.is_none_or(|r| r == me);
     // A rank that folds reads its own part from its send buffer, where the
@@ -114,11 +116,12 @@ pub fn flat<C: Combiner + ?Sized>(
         let s = team.next_step();
         // Whether the chunk travels in lines ([`Team::put_lines`], never
         // where an Allreduce times its stores; the same on every rank).
-        let lines = pick.is_none() && crate::shm::team::in_lines(len);
+        let lines = leader.is_none() && crate::shm::team::in_lines(len);
+        let started = stopwatch.start();
         if writes_area {
             let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
-            match pick {
-                Some(pick) => stopwatch.time(|| team.put_stored(s, input, pick.method == Stores::Streaming)),
+            match leader {
+                Some(call) => team.put_stored(s, input, call.stores == Stores::Streaming),
                 None if lines => team.put_lines(s, input),
                 None => team.put_stored(s, input, stores::streams(rooted.as_ref(), team, len)),
             }
@@ -170,14 +173,15 @@ pub fn flat<C: Combiner + ?Sized>(
             let ahead = team.settings.ahead;
             let out = &mut bufs.recv[off..off + len];
             if !(own_placed && fold_onto_own(team.size, me, part, out, combiner)) {
-                stopwatch.time(|| fold_out(team.size, part, out, unit, ahead, combiner));
+                fold_out(team.size, part, out, unit, ahead, combiner);
             }
+            stopwatch.stop(started);
             team.state.memory.line_copies = copies;
         }
         team.finish(s);
         off += len;
     }
-    if let Some(pick) = pick {
+    if let Some(pick) = timed {
         let choice = &mut team.state.memory.adaptation.allreduce_stores;
         if let Some(change) = choice.record(pick, n, stopwatch.total) {
             log::debug!("shm_flat Allreduce of {} B and more: copies in now with {change}", choice.class_bytes(&pick));
