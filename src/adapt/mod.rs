@@ -16,7 +16,7 @@ pub mod choice;
 pub mod chunk;
 pub mod stores;
 
-use stores::{LeaderChoice, ReaderChoice, StoreChoice, ADAPT_FROM};
+use stores::{LeaderChoice, ReaderChoice, StoreChoice, ADAPT_FROM, ALLREDUCE_ADAPT_FROM};
 
 /// What one rank's node algorithms have learnt by timing, per
 /// communicator.
@@ -39,20 +39,22 @@ pub struct Adaptation {
 
 impl Default for Adaptation {
     /// Nothing learnt yet; adapting, as PCOLL_SHM_ADAPT's default says,
-    /// from [`ADAPT_FROM`] bytes.
+    /// from [`ADAPT_FROM`] bytes (a flat Allreduce from
+    /// [`ALLREDUCE_ADAPT_FROM`]).
     fn default() -> Self {
-        Adaptation::new(true, ADAPT_FROM)
+        Adaptation::new(true, ADAPT_FROM, ALLREDUCE_ADAPT_FROM)
     }
 }
 
 impl Adaptation {
     /// Nothing learnt yet; the stores of copies from `from` bytes are
-    /// timed if `enabled`.
-    pub fn new(enabled: bool, from: usize) -> Adaptation {
+    /// timed if `enabled`, those of a flat Allreduce's vectors from
+    /// `allreduce_from`.
+    pub fn new(enabled: bool, from: usize, allreduce_from: usize) -> Adaptation {
         Adaptation {
             enabled,
             from,
-            allreduce_stores: LeaderChoice::new(from),
+            allreduce_stores: LeaderChoice::new(allreduce_from),
             reduce_stores: StoreChoice::new(from),
             gatherv_stores: ReaderChoice::new(from),
             bcast_stores: ReaderChoice::new(from),
@@ -62,6 +64,11 @@ impl Adaptation {
     /// Copy bytes from which the stores are timed.
     pub fn from(&self) -> usize {
         self.from
+    }
+
+    /// Vector bytes from which a flat Allreduce's stores are timed.
+    pub fn allreduce_from(&self) -> usize {
+        self.allreduce_stores.from()
     }
 
     /// The size class of copies of `len` bytes, as every store choice

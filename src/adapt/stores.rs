@@ -56,6 +56,21 @@ use crate::shm::team::{Team, Via, STREAM_FROM};
 /// [`super::Adaptation::from`].
 pub const ADAPT_FROM: usize = STREAM_FROM;
 
+/// Vector bytes from which a flat Allreduce chooses
+/// ([`LeaderChoice`]; the default of its
+/// [`super::Adaptation::allreduce_from`]): below 4 KiB too, either kind
+/// alone loses where the cores sit one way. 2 KiB, 2 ranks, Intel MPI
+/// host, back to back: cores apart, streaming 0.89 against ordinary 1.28
+/// us (Intel's stock 1.09); near, 0.64 against 0.38 (stock 0.57); the
+/// choice 1.00 apart, 0.42 near. Below 2 KiB a call is too short for the
+/// choice to pay (docs/measurements.md).
+pub const ALLREDUCE_ADAPT_FROM: usize = 2 << 10;
+
+/// A flat Allreduce's stores in use are timed on one call in this many
+/// (trials and explorations on every call): two readings of the clock
+/// cost 45 ns, an eighth of a 2 KiB call where the cores are near.
+pub const ALLREDUCE_TIMED_EVERY: u64 = 8;
+
 /// The stores of a copy into the segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stores {
@@ -462,8 +477,10 @@ pub struct LeaderChoice {
 #[derive(Clone, Copy, Debug)]
 pub struct LeaderCall {
     pub stores: Stores,
-    /// Rank 0's pick of the stores, which it times; none on others and on
-    /// a class's first call (whose stores, the first kind, no one picked).
+    /// Rank 0's pick of the stores where it times the call (every trial
+    /// or exploration, one call in [`ALLREDUCE_TIMED_EVERY`] of the stores
+    /// in use); none on others and on a class's first call (whose stores,
+    /// the first kind, no one picked).
     pub timed: Option<Pick<Stores>>,
 }
 
@@ -491,7 +508,7 @@ impl LeaderChoice {
             let stores = Stores::BOTH[usize::from(place(call).load(Relaxed) != 0)];
             return LeaderCall { stores, timed: None };
         }
-        let timed = leader.next[class].take();
+        let picked = leader.next[class].take();
         let next = leader.choice.pick(n);
         leader.next[class] = Some(next);
         let wish = place(call + 1);
@@ -501,7 +518,13 @@ impl LeaderChoice {
         if wish.load(Relaxed) != method {
             wish.store(method, Relaxed);
         }
-        LeaderCall { stores: timed.map_or(Stores::BOTH[0], |pick| pick.method), timed }
+        let stores = picked.map_or(Stores::BOTH[0], |pick| pick.method);
+        LeaderCall { stores, timed: picked.filter(|pick| pick.sampled(ALLREDUCE_TIMED_EVERY)) }
+    }
+
+    /// Vector bytes from which the choice runs.
+    pub fn from(&self) -> usize {
+        self.choice.from()
     }
 
     /// At the end of rank 0's call of `n` bytes that its stopwatch timed

@@ -432,7 +432,7 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.adapt = v.flag();
             Ok(())
         },
-        doc: "`1`: a `shm_flat` Allreduce of 4 KiB or more times its calls and copies in with whichever stores, \
+        doc: "`1`: a `shm_flat` Allreduce of 2 KiB or more times its calls and copies in with whichever stores, \
               streaming or ordinary, are faster on this machine now, a `shm_flat` or `shm_partition` Reduce of \
               4 KiB or more, and a `shm` Gatherv's blocks of 4 KiB or more, with those the root's timings favour, \
               a Bcast of 4 KiB or more through the chunk areas or the queue with those its readers' timings \

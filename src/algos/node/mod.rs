@@ -142,7 +142,11 @@ impl NodeMemory {
             bcast_method: TimedChoice::new(sizes.bcast_timed_from),
             bcast_way: bcast_timed::way_choice(sizes.bcast_timed_from),
             bcast_hot_way: bcast_timed::way_choice(sizes.bcast_timed_from).bounded(),
-            adaptation: Adaptation::new(adapt, crate::adapt::stores::ADAPT_FROM),
+            adaptation: Adaptation::new(
+                adapt,
+                crate::adapt::stores::ADAPT_FROM,
+                crate::adapt::stores::ALLREDUCE_ADAPT_FROM,
+            ),
             ..NodeMemory::default()
         }
     }

@@ -7,7 +7,7 @@
 //! - A chunk of up to `LINES * INLINE` bytes travels in the lines of a
 //!   slot instead of a chunk area ([`Team::put_lines`]).
 //! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK), and from
-//!   [`crate::adapt::Adaptation::from`] bytes every rank copies in with the
+//!   [`crate::adapt::Adaptation::allreduce_from`] bytes every rank copies in with the
 //!   stores node rank 0's timings favour ([`stores::LeaderChoice`]).
 //! - A Reduce cuts its vector into about four chunks, so that the root
 //!   folds one while the others copy in the next (`reduce_chunk`), and
@@ -77,7 +77,7 @@ pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
 /// root only. An Allreduce moves wider chunks and, from
-/// [`crate::adapt::Adaptation::from`] bytes, copies in with the stores node
+/// [`crate::adapt::Adaptation::allreduce_from`] bytes, copies in with the stores node
 /// rank 0's timings favour ([`stores`]). Returns whether the call tried
 /// stores other than those in use (a warm-up, a trial or an exploration of
 /// [`stores`], as the rank that picked them knows it: node rank 0, or a
@@ -97,7 +97,10 @@ pub fn flat<C: Combiner + ?Sized>(
         Some(_) => reduce_chunk(team, n, unit),
     };
     let adaptation = &team.state.memory.adaptation;
-    let adapts = root.is_none() && adaptation.enabled && n >= adaptation.from() && team.streams(chunk.min(n));
+    // Below the other copies' threshold too, where PCOLL_SHM_STREAM would
+    // stream copies of that many bytes.
+    let streams = team.streams(chunk.min(n).max(adaptation.from()));
+    let adapts = root.is_none() && adaptation.enabled && n >= adaptation.allreduce_from() && streams;
     let leader = adapts.then(|| LeaderChoice::start(team, n));
     let timed = leader.and_then(|call| call.timed);
     let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));

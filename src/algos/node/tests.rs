@@ -120,7 +120,7 @@ pub(super) const TEST_SIZES: Sizes = Sizes {
 /// small sizes and thresholds.
 pub(super) fn test_memory() -> NodeMemory {
     NodeMemory {
-        adaptation: Adaptation::new(true, TEST_ADAPT_FROM),
+        adaptation: Adaptation::new(true, TEST_ADAPT_FROM, TEST_ADAPT_FROM / 2),
         gatherv_route: crate::adapt::stores::ReaderChoice::new(TEST_ADAPT_FROM),
         gatherv_hot_route: super::gatherv_shm::hot_route_choice(TEST_ADAPT_FROM),
         ..NodeMemory::new(QueueSettings::default(), TEST_SIZES, true)
@@ -421,12 +421,14 @@ fn adaptive_flat_allreduce_is_exact_with_either_stores() {
 /// every rank copies each call in with the stores rank 0 picked for it a
 /// call ahead, through two size classes interleaved and rank 0 changing
 /// its mind (streaming stores timed cheaper than ordinary ones for the
-/// first half of the calls, dearer after); only rank 0 times, from each class's
-/// second call. The barrier orders rank 0's wish before the others' next
-/// call, as its publish of the call's first chunk does.
+/// first half of the calls, dearer after); only rank 0 times, from each
+/// class's second call, and of the stores in use one call in
+/// [`crate::adapt::stores::ALLREDUCE_TIMED_EVERY`]. The barrier orders
+/// rank 0's wish before the others' next call, as its publish of the
+/// call's first chunk does.
 #[test]
 fn flat_allreduce_stores_are_rank_0s_on_every_rank() {
-    use crate::adapt::stores::{LeaderChoice, Stores};
+    use crate::adapt::stores::{LeaderChoice, Stores, ALLREDUCE_TIMED_EVERY};
     const CALLS: usize = 400;
     let lens = [TEST_ADAPT_FROM, 4 * TEST_ADAPT_FROM];
     let len_of = |call: usize| lens[usize::from(call % 3 == 2)];
@@ -434,11 +436,15 @@ fn flat_allreduce_stores_are_rank_0s_on_every_rank() {
         let used = std::sync::Mutex::new(vec![vec![None; p]; CALLS]);
         let barrier = std::sync::Barrier::new(p);
         on_threads(p, TEST_GEO, |rank, team| {
+            let mut timed_calls = 0;
             for call in 0..CALLS {
                 let n = len_of(call);
                 let this = LeaderChoice::start(team, n);
                 let class_first = (0..call).all(|c| len_of(c) != n);
-                assert_eq!(this.timed.is_some(), rank == 0 && !class_first, "p={p} rank={rank} call={call}");
+                if rank != 0 || class_first {
+                    assert!(this.timed.is_none(), "p={p} rank={rank} call={call}");
+                }
+                timed_calls += usize::from(this.timed.is_some());
                 if let Some(pick) = this.timed {
                     let ns_per_byte = match (pick.method, call < CALLS / 2) {
                         (Stores::Streaming, true) => 1,
@@ -451,6 +457,10 @@ fn flat_allreduce_stores_are_rank_0s_on_every_rank() {
                 used.lock().unwrap()[call][rank] = Some(this.stores);
                 barrier.wait();
             }
+            // Rank 0 times some calls of the stores in use, not all.
+            if rank == 0 {
+                assert!((CALLS / ALLREDUCE_TIMED_EVERY as usize..CALLS / 2).contains(&timed_calls), "{timed_calls}");
+            }
         });
         let used = used.into_inner().unwrap();
         for (call, stores) in used.iter().enumerate() {
@@ -458,7 +468,7 @@ fn flat_allreduce_stores_are_rank_0s_on_every_rank() {
         }
         let count = |calls: std::ops::Range<usize>, kind| used[calls].iter().filter(|s| s[0] == Some(kind)).count();
         assert!(count(10..CALLS / 2, Stores::Streaming) > CALLS / 3, "p={p}: streaming while cheaper");
-        assert!(count(CALLS / 2 + 40..CALLS, Stores::Ordinary) > CALLS / 3, "p={p}: ordinary once cheaper");
+        assert!(count(CALLS / 2 + 80..CALLS, Stores::Ordinary) > CALLS / 4, "p={p}: ordinary once cheaper");
     }
 }
 
@@ -924,7 +934,8 @@ fn reductions_flat_or_by_zero_copy_are_exact() {
     use super::reduce_flat_zcopy::{flat_or_zero_copy, Way};
     const CALLS: usize = 160;
     for (p, adapt) in [2, 3, 5].into_iter().flat_map(|p| [(p, false), (p, true)]) {
-        let memory = || NodeMemory { adaptation: Adaptation::new(adapt, TEST_ADAPT_FROM), ..test_memory() };
+        let memory =
+            || NodeMemory { adaptation: Adaptation::new(adapt, TEST_ADAPT_FROM, TEST_ADAPT_FROM / 2), ..test_memory() };
         // Per call and rank: whether its input was its last call's again,
         // and the way the call went.
         let hot = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
@@ -1093,7 +1104,10 @@ fn reductions_in_hot_runs_go_to_the_host() {
     ];
     for (p, changes) in [2, 3].into_iter().flat_map(|p| [(p, 0), (p, 1), (p, 10)]) {
         for (what, window) in windows {
-            let memory = || NodeMemory { adaptation: Adaptation::new(false, TEST_ADAPT_FROM), ..test_memory() };
+            let memory = || NodeMemory {
+                adaptation: Adaptation::new(false, TEST_ADAPT_FROM, TEST_ADAPT_FROM / 2),
+                ..test_memory()
+            };
             // Per call and rank: whether its input was its last call's again,
             // and whether the call went to the host.
             let hot = std::sync::Mutex::new(vec![vec![false; p]; CALLS]);
