@@ -12,8 +12,8 @@
 //! So a flat Allreduce's node rank 0 times its chunks, from its copy-in
 //! to the end of its fold, made with either kind and every rank uses the
 //! cheaper ([`LeaderChoice`]; [`super::choice`]: per size class from
-//! [`super::Adaptation::from`], the first call a warm-up, one call in 64
-//! exploring). The time includes the wait for the others' chunks: where
+//! [`super::Adaptation::allreduce_from`], the first call a warm-up, one
+//! call in 64 exploring). The time includes the wait for the others' chunks: where
 //! the cores share a cache, streaming stores cost the readers there, not
 //! in the copy-in or the fold (2 ranks, 4 KiB: ordinary 290 ns copy-in,
 //! 100 wait, 140 fold; streaming 105, 400, 450), and without the wait the
@@ -32,11 +32,11 @@
 //! Limitations: rank 0's times stand for every rank's; a Reduce root's
 //! time includes the others' lateness. Where ranks outnumber cores a
 //! Reduce streams, untimed (its non-roots would wait for the root to be
-//! scheduled). Cost: where ordinary stores lose,
-//! one call in 64 is 2-3 times slower, about 3% on average; a Reduce's
-//! non-roots wait for the root's arrival before they copy in. Memory: a
-//! few words per class. Seed: none (pcoll's own, from the measurements
-//! in docs/measurements.md).
+//! scheduled). Cost: where ordinary stores lose, one call in 64 is 2-3
+//! times slower, about 3% on average; a Reduce's non-roots wait for the
+//! root's arrival before they copy in. Memory: a few words per class, and
+//! a flat Allreduce's rank 0 two bytes per class in its wishes. Seed:
+//! none (pcoll's own, from the measurements in docs/measurements.md).
 
 use std::time::{Duration, Instant};
 

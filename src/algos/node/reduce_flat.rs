@@ -6,9 +6,10 @@
 //! synchronisation per chunk.
 //! - A chunk of up to `LINES * INLINE` bytes travels in the lines of a
 //!   slot instead of a chunk area ([`Team::put_lines`]).
-//! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK), and from
-//!   [`crate::adapt::Adaptation::allreduce_from`] bytes every rank copies in with the
-//!   stores node rank 0's timings favour ([`stores::LeaderChoice`]).
+//! - An Allreduce moves wider chunks (PCOLL_SHM_ALLREDUCE_CHUNK), and
+//!   from [`crate::adapt::Adaptation::allreduce_from`] bytes every rank
+//!   copies in with the stores node rank 0's timings favour
+//!   ([`stores::LeaderChoice`]).
 //! - A Reduce cuts its vector into about four chunks, so that the root
 //!   folds one while the others copy in the next (`reduce_chunk`), and
 //!   the others copy in with the stores the root picks
@@ -77,13 +78,13 @@ pub const REDUCE_CHUNK_FLOOR: usize = 16 << 10;
 
 /// Flat reduction; the result goes to every rank (`root` None) or to the
 /// root only. An Allreduce moves wider chunks and, from
-/// [`crate::adapt::Adaptation::allreduce_from`] bytes, copies in with the stores node
-/// rank 0's timings favour ([`stores`]). Returns whether the call tried
-/// stores other than those in use (a warm-up, a trial or an exploration of
-/// [`stores`], as the rank that picked them knows it: node rank 0, or a
-/// Reduce's root), so that a caller timing the flat way leaves out
-/// such a call: ordinary stores tried where streaming ones are in use
-/// took 3-5 times as long (Intel MPI host, cores apart, 4-16 KiB).
+/// [`crate::adapt::Adaptation::allreduce_from`] bytes, copies in with the
+/// stores node rank 0's timings favour ([`stores`]). Returns whether the
+/// call tried stores other than those in use (a warm-up, a trial or an
+/// exploration of [`stores`], as the rank that picked them knows it: node
+/// rank 0, or a Reduce's root), so that a caller timing the flat way
+/// leaves out such a call: ordinary stores tried where streaming ones are
+/// in use took 3-5 times as long (Intel MPI host, cores apart, 4-16 KiB).
 pub fn flat<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
