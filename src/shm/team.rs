@@ -22,7 +22,10 @@
 //!   acquires);
 //! - a writer may also count the pieces of a step's chunk area as they
 //!   land ([`Team::put_pieces`]), so that its reader copies one out while
-//!   it writes the next ([`Team::read_pieces`]).
+//!   it writes the next ([`Team::read_pieces`]); a message larger than the
+//!   area goes through it as a ring, each piece written over once its
+//!   reader has counted it copied out ([`Team::put_ring_piece`],
+//!   [`Team::copy_ring`]).
 //!
 //! Erroneous programs: every piece of data travels with its writer's
 //! [`Head`] (the call, the algorithm, the writer's bytes), in the line
@@ -197,6 +200,23 @@ pub const STREAM_OUT_FROM: usize = 512 << 10;
 /// A reader waiting for a slot's lines looks at the writer's `ready` once
 /// in this many polls ([`Team::wait_slot_or`]).
 const OTHER_POLLS: u32 = 16;
+
+/// Pieces of a chunk area used as a ring ([`Team::put_ring_piece`]): a
+/// writer fills one while its reader empties the others.
+const RING_PIECES: usize = 4;
+
+/// Bytes of a ring piece ([`Team::put_ring_piece`]) where chunk areas hold
+/// `area` bytes: a quarter of the area (64 KiB by default).
+fn ring_piece(area: usize) -> usize {
+    (area / RING_PIECES).max(1)
+}
+
+/// Whether `len` bytes may travel through a chunk area of `area` bytes as
+/// a ring ([`Team::put_ring_piece`]): more than the area holds, and few
+/// enough pieces for the count word.
+pub fn fits_ring(area: usize, len: usize) -> bool {
+    len > area && len.div_ceil(ring_piece(area)) < 1 << 16
+}
 
 /// Whether a message of `len` bytes travels in a slot's lines with
 /// [`Team::put_lines`]: more than one line's worth, at most a slot.
@@ -432,6 +452,115 @@ impl<M> Team<'_, M> {
             return Ok(landed_of(count.load(Acquire), s));
         }
         Err(self.mismatch(r, s))
+    }
+
+    /// Bytes of the pieces of a ring ([`Team::put_ring_piece`]).
+    pub fn ring_piece(&self) -> usize {
+        ring_piece(self.seg.geo.area())
+    }
+
+    /// Pieces of this rank's chunk area used as a ring.
+    fn ring_slots(&self) -> u64 {
+        (self.seg.geo.area() / self.ring_piece()) as u64
+    }
+
+    /// Whether piece `i` of a ring may be written: its reader has counted
+    /// in `consumed` ([`Team::copy_ring`]) the piece that was in its
+    /// place copied out.
+    pub fn ring_slot_free(&self, i: u64, consumed: &AtomicU64) -> bool {
+        // Acquire: pairs with copy_ring's release, so the reader's reads
+        // of the piece this one overwrites came first.
+        i < self.ring_slots() || consumed.load(Acquire) > i - self.ring_slots()
+    }
+
+    /// Waits until piece `i` of a ring may be written
+    /// ([`Team::ring_slot_free`]); a [`Mismatch`] where `reader` ends step
+    /// `s` first (it ran another call).
+    pub fn wait_ring_slot(&self, s: u64, i: u64, reader: usize, consumed: &AtomicU64) -> Result<(), Mismatch> {
+        let done = &self.seg.control(reader).done;
+        // Acquire on `done`: as in wait_done.
+        Backoff::until(|| self.ring_slot_free(i, consumed) || done.load(Acquire) >= s);
+        if self.ring_slot_free(i, consumed) {
+            Ok(())
+        } else {
+            Err(self.mismatch(reader, s))
+        }
+    }
+
+    /// Writes piece `i` (`src`, at most [`Team::ring_piece`] bytes) of a
+    /// message larger than the chunk area ([`fits_ring`]) into this rank's
+    /// chunk area of step `s` used as a ring, once free
+    /// ([`Team::ring_slot_free`]), and counts it landed: the pieces go in
+    /// order, as [`Team::put_pieces`] counts them.
+    pub fn put_ring_piece(&self, s: u64, i: u64, src: &[u8], stream: bool) {
+        let at = (i % self.ring_slots()) as usize * self.ring_piece();
+        debug_assert!(src.len() <= self.ring_piece());
+        // SAFETY: within the area (`ring_slots` pieces fit it); after
+        // `writable(s)` only this rank writes there, and the reader is
+        // done with the piece that was there (the caller's
+        // ring_slot_free).
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.seg.chunk_area(self.rank, s).add(at), src.len()) };
+        super::stream::copy_with(dst, src, stream);
+        // Release: the piece's bytes before its count, for the reader's
+        // acquire.
+        self.seg.control(self.rank).pieces[place(s) % 2].store(pieces_landed(s, i + 1), Release);
+    }
+
+    /// The ring pieces ([`Team::put_ring_piece`]) of a message of `len`
+    /// bytes.
+    pub fn ring_pieces(&self, len: usize) -> u64 {
+        len.div_ceil(self.ring_piece()) as u64
+    }
+
+    /// How many of rank `r`'s ring pieces of step `s` have landed; does
+    /// not wait.
+    pub fn ring_landed(&self, r: usize, s: u64) -> u64 {
+        // Acquire: pairs with put_ring_piece's release, so the pieces
+        // counted are visible.
+        landed_of(self.seg.control(r).pieces[place(s) % 2].load(Acquire), s)
+    }
+
+    /// Waits until more than `copied` of rank `r`'s ring pieces of step
+    /// `s` have landed, or `r` has published step `after` (its next, once
+    /// it has written its last piece) or ended the call: the pieces landed,
+    /// and whether `r` has.
+    pub fn wait_ring(&self, r: usize, s: u64, after: u64, copied: u64) -> (u64, bool) {
+        let ready = &self.seg.control(r).ready;
+        // Acquire on `ready`: as in wait_ready; the pieces counted before
+        // it are then visible.
+        let past = || ready.load(Acquire) >= after;
+        Backoff::until(|| self.ring_landed(r, s) > copied || past());
+        let past = past();
+        (self.ring_landed(r, s), past)
+    }
+
+    /// Copies rank `r`'s ring pieces `pieces` of step `s`, landed
+    /// ([`Team::ring_landed`]), to their places in `into` (the whole
+    /// message), counting each in `consumed` once copied, so that the
+    /// writer may write over it.
+    pub fn copy_ring(
+        &self,
+        r: usize,
+        s: u64,
+        into: &mut [u8],
+        pieces: std::ops::Range<u64>,
+        consumed: &AtomicU64,
+        stream: bool,
+    ) {
+        let (piece, area) = (self.ring_piece(), self.seg.chunk_area(r, s));
+        for i in pieces {
+            let at = i as usize * piece;
+            let end = (at + piece).min(into.len());
+            let from = (i % self.ring_slots()) as usize * piece;
+            // SAFETY: within the area; the piece landed (acquired in
+            // ring_landed or wait_ring), and the writer leaves it alone
+            // until counted in `consumed` below.
+            let src = unsafe { std::slice::from_raw_parts(area.add(from), end - at) };
+            super::stream::copy_out(&mut into[at..end], src, stream, self.settings.ahead);
+            // Release: this rank's reads of the piece before the writer's
+            // overwrite, which acquires.
+            consumed.store(i + 1, Release);
+        }
     }
 
     /// Rank `r`'s `len` bytes of step `s`, once there. For data written

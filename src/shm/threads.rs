@@ -31,6 +31,17 @@ impl AsRef<Segment> for HeapSegment {
 /// Peer memory between threads of one process: plain copies.
 pub struct Threads;
 
+thread_local! {
+    /// Bytes this thread has written into its peers' memory, so that a
+    /// test can tell which way a transfer went.
+    static WRITTEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes the calling thread has written into its peers' memory so far.
+pub fn written() -> usize {
+    WRITTEN.get()
+}
+
 impl PeerMemory for Threads {
     fn read(&self, _peer: usize, from: usize, into: &mut [u8]) {
         // SAFETY: `from` is a buffer a peer thread published for this step
@@ -42,5 +53,6 @@ impl PeerMemory for Threads {
         // SAFETY: `to` is a receive buffer a peer thread published, the
         // range this rank's slice owns, alive until every rank has finished.
         unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), to as *mut u8, from.len()) }
+        WRITTEN.set(WRITTEN.get() + from.len());
     }
 }

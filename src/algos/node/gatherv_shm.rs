@@ -37,6 +37,12 @@
 //!   streaming stores ([`crate::shm::team::STREAM_OUT_FROM`]). Copies into
 //!   the owners' areas use the stores the root wants
 //!   ([`crate::adapt::stores::ReaderChoice`]).
+//!   A block larger than a chunk area whose root wants it through the
+//!   area ([`Route`]) goes through its owner's area used as a ring of
+//!   pieces ([`Team::put_ring_piece`]) from the front, the root copying
+//!   each out as it lands and placing parts of its own block while none
+//!   has; while the ring is full, its owner writes pieces from the back
+//!   straight into the root's buffer ([`write_ring`]).
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
@@ -51,7 +57,11 @@
 //! into the root's buffer from the front; the root copies rank 1's block
 //! from its area, then rank 2's last third, reads rank 2's last pieces
 //! until the two meet, and waits for rank 2, which waits for the root to
-//! finish.
+//! finish. The same, rank 2's block through its ring: rank 2 publishes
+//! and fills its ring's four pieces; the root copies the first out, then
+//! (none landed) 32 KiB of its own block; rank 2, its ring full, writes
+//! its last piece into the root's buffer, then the ring's fifth; and so
+//! on until rank 2 publishes its second step.
 //!
 //! Limitations: one node; the direct way needs the layout to fit a chunk
 //! area (16 bytes per rank). Memory: the segment. Cost: copy-in moves
@@ -62,7 +72,12 @@
 //! tenth less than when the owner wrote it all. The ends through the
 //! areas add `Σ n_i / p` to the root's copies and take it off the owners'
 //! slower cross-memory ones (2 ranks, 128 KiB blocks: a fifth less
-//! time). Measurements: docs/measurements.md.
+//! time). A ring takes the root's own copy off the critical path and
+//! most of the block off the slow cross-memory copy: the owner copies in
+//! `n_i`, the root `n_i` out plus its own block, the cross-memory copies
+//! only what the ring cannot take in time (2 ranks, cold 8 MiB blocks:
+//! 1.07-1.16 ms against 1.21-1.35; docs/measurements.md). Measurements:
+//! docs/measurements.md.
 //! Seed: 001's Gatherv within a node, where a single copy does what its
 //! message chains do over a network.
 
@@ -76,7 +91,7 @@ use crate::adapt::stores::{self, ReaderChoice, GATHERV_HOT_ROUTES, GATHERV_ROUTE
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
 use crate::shm::segment::Geometry;
-use crate::shm::team::{in_lines, Expect, Mismatch, Via};
+use crate::shm::team::{fits_ring, in_lines, Expect, Mismatch, Via};
 use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
@@ -99,8 +114,9 @@ pub const COPY_IN_UP_TO: usize = 64 << 10;
 pub const HOT_COPY_IN_UP_TO: usize = 256 << 10;
 
 /// How a block of more than a piece copied in travels in the auto mode:
-/// through its owner's chunk area (copied in, in pieces; or, for a
-/// direct block, its end), or all of it straight into the root's buffer.
+/// through its owner's chunk area (copied in, in pieces; for a direct
+/// block, its end; for one larger than the area, as much as its ring
+/// takes: [`write_ring`]), or all of it straight into the root's buffer.
 /// Which is faster depends on the machine and on whether the buffers are
 /// hot: 2 ranks, cold blocks of 32 KiB in synchronised calls, through
 /// the area 28.5 against 20.2 us straight on a Zen 1 VM, where a Zen 3 VM
@@ -112,7 +128,9 @@ pub const HOT_COPY_IN_UP_TO: usize = 256 << 10;
 /// send from the buffer they sent the last one from (hot) and for the
 /// others ([`crate::adapt::stores::ReaderChoice`]), and publishes the
 /// route it wants next in its line of wishes, which owners read; without,
-/// hot blocks go direct and the others through the area. With hot blocks
+/// hot blocks go direct and the others through the area (never a
+/// ring: where ranks outnumber cores, an owner would wait for its root
+/// to be scheduled). With hot blocks
 /// a root's time counts from the last arrival of the call's ranks (each
 /// owner publishes its arrival): from its own, back to back, it would
 /// count its wait for an owner still on the call before, which depends on
@@ -340,11 +358,22 @@ impl Gather<'_> {
     /// is there already; streaming from PCOLL_SHM_STREAM_OUT bytes
     /// ([`crate::shm::team::STREAM_OUT_FROM`]).
     fn place_own_block(&mut self, team: &Team<'_>) {
-        if !self.in_place {
-            let (off, len) = self.layout.blocks[team.rank];
-            let (dst, src) = (&mut self.recv[off..off + len], &self.send[..len]);
-            crate::shm::stream::copy_out(dst, src, team.streams_out(len), team.settings.ahead);
+        self.place_own_part(team, &mut 0, usize::MAX);
+    }
+
+    /// At the root: up to `most` bytes of its own block from `*placed`
+    /// into place, `*placed` moved past them; whether it copied any.
+    fn place_own_part(&mut self, team: &Team<'_>, placed: &mut usize, most: usize) -> bool {
+        let (off, len) = self.layout.blocks[team.rank];
+        let len = if self.in_place { 0 } else { len };
+        let part = *placed..len.min(placed.saturating_add(most));
+        if part.is_empty() {
+            return false;
         }
+        let dst = &mut self.recv[off + part.start..off + part.end];
+        crate::shm::stream::copy_out(dst, &self.send[part.clone()], team.streams_out(len), team.settings.ahead);
+        *placed = part.end;
+        true
     }
 }
 
@@ -466,7 +495,17 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             }
             team.publish(s);
         }
-        g.place_own_block(team);
+        // A root that may read a block through its owner's ring copies its
+        // own block while it waits for the ring's pieces.
+        let may_ring = |len| {
+            routes_timed(team, mode)
+                && fits_ring(geo.area(), len)
+                && [false, true].into_iter().any(|hot| wanted_route(team, me, len, hot) == Route::Area)
+        };
+        let mut placed = 0;
+        if !others().any(|(_, (_, len))| may_ring(len)) {
+            g.place_own_part(team, &mut placed, usize::MAX);
+        }
         for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
             seen += 1;
             let expect = Expect(Some(len));
@@ -497,9 +536,19 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     mismatch = mismatch.or(Some(m));
                     continue;
                 }
+                let hot = team.word(r, s, HOT) != 0;
+                if team.word(r, s, RING) != 0 {
+                    routes = routes.and(Route::Area, hot);
+                    if let Some(arrivals) = arrivals.as_mut() {
+                        arrivals.saw(team, r, s);
+                    }
+                    read_ring(team, g, r, off..off + len, [s, t], &mut placed);
+                    continue;
+                }
+                // The root's own block first: it then helps with the rest.
+                g.place_own_part(team, &mut placed, usize::MAX);
                 let (claims, from) = (team.shared_word(r, s, CLAIMS), team.word(r, s, SOURCE) as usize);
                 let tail = (team.word(r, s, TAIL) as usize).min(len);
-                let hot = team.word(r, s, HOT) != 0;
                 routes = routes.and(if tail == 0 { Route::Direct } else { Route::Area }, hot);
                 if let Some(arrivals) = arrivals.as_mut() {
                     arrivals.saw(team, r, s);
@@ -546,6 +595,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                 }
             }
         }
+        g.place_own_part(team, &mut placed, usize::MAX);
         if seen == p - 1 && mismatch.is_none() {
             // A root that has every peer's data of s knows them past the
             // previous call: as the next call's writer it need not read
@@ -572,21 +622,32 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             return Err(Mismatch::new(g.root, None, None));
         }
         let to = team.word(g.root, s, BUFFER) as usize + off;
+        team.writable(s);
+        // The whole block through this rank's area as a ring, where its
+        // root wants its route through the area and the block is larger.
+        let ring = route == Some(Route::Area) && routes_timed(team, mode) && fits_ring(geo.area(), len);
+        team.set_word(s, RING, u64::from(ring));
+        team.set_word(s, HOT, u64::from(hot));
+        team.set_word(s, ARRIVED, arrived);
+        let claims = team.shared_word(me, s, CLAIMS);
+        claims.store(0, Relaxed);
+        if ring {
+            team.set_word(s, TAIL, 0);
+            team.publish(s);
+            let stream = stores::wanted_streams(team, g.root, len, team.ring_piece());
+            write_ring(team, peers, g, to, s, stream)?;
+            return finish_call(team, t, false, mismatch);
+        }
         // The block's end into this rank's area; then offer the pieces of
         // the rest to the root, and write those it has not taken, from the
         // front.
-        team.writable(s);
         let tail = if route == Some(Route::Direct) { 0 } else { through_segment(team, mode, len) };
         let head = len - tail;
         let end = &g.send[head..];
         let stream = stores::wanted_streams(team, g.root, len, end.len());
         crate::shm::stream::copy_with(team.my_area_bytes(s, end.len()), end, stream);
-        let claims = team.shared_word(me, s, CLAIMS);
-        claims.store(0, Relaxed);
         team.set_word(s, SOURCE, g.send.as_ptr() as u64);
         team.set_word(s, TAIL, tail as u64);
-        team.set_word(s, HOT, u64::from(hot));
-        team.set_word(s, ARRIVED, arrived);
         team.publish(s);
         while let Some(piece) = claim(claims, pieces(head, size), End::Front) {
             let at = piece_bytes(piece, size, head);
@@ -626,16 +687,88 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     if let (Some(timing), Some(start)) = (route_timed.filter(|_| usual_stores), start) {
         route_end(team, timing, start, routes);
     }
-    // Done with both steps (the root has copied every area it waited for,
-    // the others read nothing more of the root's), then published: this
-    // rank's block is in its area or in place.
+    finish_call(team, t, root_reads, mismatch)
+}
+
+/// The end of a direct Gatherv: done with both steps (the root has copied
+/// every area it waited for, the others read nothing more of the root's),
+/// then published: this rank's block is in its area, its ring or in place.
+/// `root_reads`: the root reads this rank's block until it is done with
+/// `t`.
+fn finish_call(team: &mut Team<'_>, t: u64, root_reads: bool, mismatch: Option<Mismatch>) -> Result<(), Mismatch> {
     team.finish(t);
     team.publish(t);
     if root_reads {
-        // The root reads this rank's block until it is done with t.
         team.wait_done(t);
     }
     mismatch.map_or(Ok(()), Err)
+}
+
+/// An owner's block through its ring ([`Team::put_ring_piece`]) of step
+/// `s`, from the front; while the ring is full, pieces from the back go
+/// straight into the root's buffer at `to`. Each side then keeps busy: the
+/// root copies the ring out and, while no piece has landed, places its own
+/// block; the owner fills the ring and makes cross-memory copies. Through
+/// the ring alone, the root copied twice the owner's bytes and set the
+/// pace (2 ranks, 8 MiB blocks, cores apart: the owner waited for free
+/// pieces, the root took 1.0-1.1 ms against 0.5 for the owner).
+fn write_ring(
+    team: &Team<'_>,
+    peers: &dyn PeerMemory,
+    g: &Gather<'_>,
+    to: usize,
+    s: u64,
+    stream: bool,
+) -> Result<(), Mismatch> {
+    let consumed = team.shared_word(team.rank, s, CLAIMS);
+    let (piece, len) = (team.ring_piece(), g.send.len());
+    let (mut front, mut back) = (0, team.ring_pieces(len));
+    while front < back {
+        if !team.ring_slot_free(front, consumed) && front + 1 < back {
+            back -= 1;
+            let at = piece_bytes(back, piece, len);
+            peers.write(g.root, to + at.start, &g.send[at]);
+            continue;
+        }
+        team.wait_ring_slot(s, front, g.root, consumed)?;
+        team.put_ring_piece(s, front, &g.send[piece_bytes(front, piece, len)], stream);
+        front += 1;
+    }
+    Ok(())
+}
+
+/// A root's copy of rank `r`'s block into `block` of its buffer, the part
+/// that comes through the owner's ring ([`write_ring`]) of step
+/// `steps[0]`, until the owner publishes `steps[1]` (its next, once all
+/// its pieces are in the ring or in place); while no piece has landed, the
+/// root places parts of its own block, from `*placed`.
+fn read_ring(
+    team: &Team<'_>,
+    g: &mut Gather<'_>,
+    r: usize,
+    block: std::ops::Range<usize>,
+    [s, t]: [u64; 2],
+    placed: &mut usize,
+) {
+    let consumed = team.shared_word(r, s, CLAIMS);
+    let (total, mut copied) = (team.ring_pieces(block.len()), 0);
+    let stream = team.streams_out(block.len());
+    loop {
+        let mut landed = team.ring_landed(r, s);
+        if landed <= copied {
+            if g.place_own_part(team, placed, OWN_PART) {
+                continue;
+            }
+            let (now, past) = team.wait_ring(r, s, t, copied);
+            if now <= copied && past {
+                return;
+            }
+            landed = now;
+        }
+        let landed = landed.min(total);
+        team.copy_ring(r, s, &mut g.recv[block.clone()], copied..landed, consumed, stream);
+        copied = landed;
+    }
 }
 
 /// Bytes of the pieces a block copied in is cut into, so that the root
@@ -682,6 +815,14 @@ const TAIL: usize = 2;
 const HOT: usize = 3;
 /// An owner's arrival ([`clock_ns`]), with a hot block whose route is timed.
 const ARRIVED: usize = 4;
+/// Whether a direct block goes through its owner's ring instead
+/// ([`Team::put_ring`]); [`CLAIMS`] then counts the pieces its root has
+/// copied out.
+const RING: usize = 5;
+
+/// Bytes of its own block a root places at a time while it waits for a
+/// ring's pieces (an owner's piece is 64 KiB by default).
+const OWN_PART: usize = 32 << 10;
 
 /// The claims word counts pieces taken from the front (owner, high half)
 /// and from the back (root, low half).

@@ -2,7 +2,7 @@
 //! algorithm, many calls in a row (so areas are reused across calls and
 //! algorithms), random delays to shake the interleavings out.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::{reduce_flat, reduce_partition, reduce_zcopy, reduction};
 use super::{NodeMemory, QueueSettings, Sizes, Team};
@@ -883,6 +883,70 @@ fn gathers_of_blocks_sent_either_way_are_exact() {
     }
 }
 
+/// Gatherv blocks larger than a chunk area, whose roots want them through
+/// the areas (the first route, with PCOLL_SHM_ADAPT): each goes through its
+/// owner's area as a ring of pieces, and while the ring is full its owner
+/// writes pieces from the back straight into the root's buffer. Small and
+/// empty blocks beside them, roots that rotate, in place or not, owners
+/// that send from one buffer or fresh ones, ranks that drift apart: every
+/// block in place, and both ways of a ring block's pieces taken.
+#[test]
+fn gathers_through_the_owners_rings_are_exact() {
+    use super::gatherv_shm::{self as gatherv, Gather};
+    use crate::shm::threads::written;
+    let area = TEST_GEO.area();
+    // Calls whose ring blocks went through the ring only, and through the
+    // ring and straight into the root's buffer.
+    let (ring_only, ring_and_direct) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    for p in [2, 3, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 53 + rank as u64);
+            let mut plan = Rng(p as u64 + 1700);
+            let mut kept = vec![0u8; 40 * area];
+            for call in 0..120 {
+                let root = call % p;
+                let in_place = plan.below(4) == 0;
+                let lens: Vec<usize> = (0..p)
+                    .map(|_| if plan.below(4) == 0 { plan.below(area) } else { area + 1 + plan.below(39 * area) })
+                    .collect();
+                let (layout, extent) = packed(lens.iter().copied());
+                let byte = |r: usize, i: usize| (r * 29 + i * 5 + call) as u8;
+                let len = lens[rank];
+                let mut fresh = vec![0u8; len];
+                let send = if rng.below(2) == 0 { &mut kept[..len] } else { &mut fresh[..] };
+                send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
+                let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
+                if rank == root && in_place {
+                    recv[layout.blocks[root].0..][..len].copy_from_slice(send);
+                }
+                let none = Default::default();
+                let mut g = Gather {
+                    send: if rank == root && in_place { &[] } else { send },
+                    recv: &mut recv,
+                    layout: if rank == root { &layout } else { &none },
+                    root,
+                    in_place: rank == root && in_place,
+                };
+                let count =
+                    |team: &Team<'_>| team.seg.control(rank).pieces.each_ref().map(|c| c.load(Ordering::Relaxed));
+                let (pieces_before, written_before) = (count(team), written());
+                jitter(&mut rng);
+                node_call(team, len, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+                if rank != root && len > area && count(team) != pieces_before {
+                    let tally = if written() == written_before { &ring_only } else { &ring_and_direct };
+                    tally.fetch_add(1, Ordering::Relaxed);
+                }
+                if rank == root {
+                    let want: Vec<u8> = (0..p).flat_map(|r| (0..lens[r]).map(move |i| byte(r, i))).collect();
+                    assert_eq!(recv, want, "p={p} call={call} root={root} in_place={in_place}");
+                }
+            }
+        });
+    }
+    let tallies = [ring_only.into_inner(), ring_and_direct.into_inner()];
+    assert!(tallies.iter().all(|&calls| calls > 0), "calls through the ring only, and partly direct: {tallies:?}");
+}
+
 /// `shm_queue_zcopy`: a root that broadcasts from its last call's buffer
 /// takes the way its timings of such calls favour (zero copy or the
 /// queue), else the queue, and the readers follow its word. Ranks switch
@@ -1405,7 +1469,7 @@ fn adaptive_gathers(hot: bool, summary: impl Fn(&TeamState<NodeMemory>) -> Vec<S
     let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, allreduce_chunk: 16 * TEST_ADAPT_FROM, ..TEST_GEO };
     // Blocks longer than a chunk that their owners wrote into their areas
     // in pieces (the owner's count of pieces moved).
-    let pieces_beyond_chunk = std::sync::atomic::AtomicUsize::new(0);
+    let pieces_beyond_chunk = AtomicUsize::new(0);
     thread_local! {
         /// An owner's one send buffer, with room for its largest block
         /// (`hot`), or its last one.

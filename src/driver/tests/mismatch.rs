@@ -156,9 +156,11 @@ fn gatherv_mismatches(world: &'static World) {
     });
 }
 
-/// The node's settings of these tests: 4 KiB chunks, so the larger counts
-/// take several steps.
-const NODE: [(&str, &str); 2] = [("PCOLL_SHM_CHUNK", "4K"), ("PCOLL_SHM_SLOTS", "8")];
+/// The node's settings of these tests: 4 KiB chunks and chunk areas, so
+/// the larger counts take several steps (and a Gatherv's large blocks may
+/// go through their owners' rings).
+const NODE: [(&str, &str); 3] =
+    [("PCOLL_SHM_CHUNK", "4K"), ("PCOLL_SHM_ALLREDUCE_CHUNK", "4K"), ("PCOLL_SHM_SLOTS", "8")];
 
 pub(super) fn world(p: usize, forced: Option<(&str, &str)>) -> &'static World {
     let mut vars = NODE.to_vec();
