@@ -75,8 +75,8 @@
 //! time). A ring takes the root's own copy off the critical path and
 //! most of the block off the slow cross-memory copy: the owner copies in
 //! `n_i`, the root `n_i` out plus its own block, the cross-memory copies
-//! only what the ring cannot take in time (2 ranks, cold 8 MiB blocks:
-//! 1.07-1.16 ms against 1.21-1.35; docs/measurements.md). Measurements:
+//! only what the ring cannot take in time (2 ranks, cold 8 MiB blocks
+//! started together: 1.0-1.25 ms against 1.25-1.47). Measurements:
 //! docs/measurements.md.
 //! Seed: 001's Gatherv within a node, where a single copy does what its
 //! message chains do over a network.
