@@ -554,7 +554,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Gatherv,
         "shm",
-        "one node: copy-in for small blocks, zero copy for large ones, as the root decides",
+        "one node: copy-in for small blocks; large ones by zero copy or through their owners' areas, as the root's timings favour",
         node::gatherv_shm::run_auto,
         node::on_one_node,
     ),

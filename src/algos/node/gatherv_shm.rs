@@ -816,7 +816,7 @@ const HOT: usize = 3;
 /// An owner's arrival ([`clock_ns`]), with a hot block whose route is timed.
 const ARRIVED: usize = 4;
 /// Whether a direct block goes through its owner's ring instead
-/// ([`Team::put_ring`]); [`CLAIMS`] then counts the pieces its root has
+/// ([`write_ring`]); [`CLAIMS`] then counts the pieces its root has
 /// copied out.
 const RING: usize = 5;
 
