@@ -187,7 +187,7 @@ pub fn invalid<H: Host>(
 fn team<'a, H: Host>(state: &'a CommState<H>, team_state: &'a mut TeamState<NodeMemory>) -> Team<'a> {
     let node = &state.node;
     let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
-    Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings }
+    Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings, spread: false }
 }
 
 /// Runs a schedule over the private communicator (out of line: the node

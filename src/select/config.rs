@@ -274,6 +274,7 @@ impl ShmConfig {
                 ..Ahead::default()
             },
             oversubscribed,
+            back_to_back_ns: self.back_to_back_ns,
         }
     }
 }

@@ -636,7 +636,9 @@ pub static SETTINGS: &[Setting] = &[
               same rank's last one on the communicator comes back to back; `shm_flat_binomial` hands runs of \
               hot calls that come back to back on every rank, `shm_binomial` and `shm_queue_binomial` those whose \
               root's come back to back, to the binomial tree over the host MPI \
-              ([Calls back to back](node-layer.md#calls-back-to-back))",
+              ([Calls back to back](node-layer.md#calls-back-to-back)); `shm_flat_zcopy`'s runs of calls back \
+              to back on every rank spread their steps through the chunk areas \
+              ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
     },
 ];
 

@@ -172,6 +172,9 @@ pub struct NodeSettings {
     pub stream_out_from: usize,
     pub ahead: Ahead,
     pub oversubscribed: bool,
+    /// Calls that start within this many ns of the end of the rank's last
+    /// one come back to back (PCOLL_SHM_BACK_TO_BACK).
+    pub back_to_back_ns: u64,
 }
 
 impl Default for NodeSettings {
@@ -181,6 +184,7 @@ impl Default for NodeSettings {
             stream_out_from: STREAM_OUT_FROM,
             ahead: Ahead::default(),
             oversubscribed: false,
+            back_to_back_ns: crate::algos::node::host_runs::BACK_TO_BACK_NS,
         }
     }
 }
@@ -251,6 +255,10 @@ pub struct Team<'a, M = ()> {
     pub peers: Option<&'a dyn PeerMemory>,
     pub state: &'a mut TeamState<M>,
     pub settings: NodeSettings,
+    /// Whether the call's chunk-area steps move through their spans by
+    /// their own length ([`Segment::spread_area`]): set only where every
+    /// rank of the call agreed to (a run of calls back to back).
+    pub spread: bool,
 }
 
 impl<M> Team<'_, M> {
@@ -302,7 +310,11 @@ impl<M> Team<'_, M> {
             self.seg.ring_data(r, s)
         } else {
             assert!(len <= self.seg.geo.area(), "{len} bytes do not fit a chunk area");
-            self.seg.chunk_area(r, s)
+            if self.spread {
+                self.seg.spread_area(r, s, len)
+            } else {
+                self.seg.chunk_area(r, s)
+            }
         }
     }
 

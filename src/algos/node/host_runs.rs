@@ -60,6 +60,14 @@ impl HostRuns {
         self.calls[class] % RUN
     }
 
+    /// Whether the next call of `class` is one of the last
+    /// [`BACK_TO_BACK_STREAK`] + 1 of its run or opens the next, the calls
+    /// whose pace tells whether the next run's calls come back to back.
+    pub fn leads_to_opening(&self, class: usize) -> bool {
+        let at = self.position(class);
+        at == 0 || at + BACK_TO_BACK_STREAK + 1 >= RUN
+    }
+
     /// Whether the current run of `class` goes to the host.
     pub fn by_host(&self, class: usize) -> bool {
         self.by_host[class]

@@ -186,6 +186,12 @@ impl NodeMemory {
         if flat_runs > 0 {
             lines.push(format!("shm_flat_zcopy: {flat_runs} calls flat without a vote (rank 0's timings favour flat)"));
         }
+        let spread = self.reduction_runs.spread_calls;
+        if spread > 0 {
+            lines.push(format!(
+                "shm_flat_zcopy: {spread} calls flat back to back, their steps spread through the chunk areas"
+            ));
+        }
         let host_runs = self.reduction_runs.host.by_host_calls;
         if host_runs > 0 {
             lines.push(format!(

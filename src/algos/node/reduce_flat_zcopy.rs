@@ -48,6 +48,14 @@
 //! timing nothing. A class whose timings explore zero copy, or favour
 //! it, votes on every call of the run, as above.
 //!
+//! Runs whose calls come back to back on every rank (a third bit of the
+//! opening call's vote, each rank's [`super::host_runs::Pace`]) spread
+//! their flat steps through the chunk areas ([`Team::spread`]): back to
+//! back, a short step's place otherwise comes back while its reader
+//! still holds the lines (2 ranks, hot, 32 KiB Allreduce: 2.7-3.0 us
+//! against 4.7-4.9; docs/measurements.md); cold synchronised calls and
+//! calls between barriers, which lost a tenth spread, keep the places.
+//!
 //! `shm_flat_ring` and `shm_flat_binomial` hand hot calls to a schedule
 //! over the host MPI instead of zero copy ([`HostWay`]): the ring, for
 //! every run of calls all ranks vote hot for; the binomial tree, for a
@@ -65,7 +73,7 @@ use std::time::{Duration, Instant};
 use super::host_runs::HostRuns;
 use super::reduce_flat::flat;
 use super::reduce_zcopy::combine_across;
-use super::reduction::{publish_vectors_voting, Vote};
+use super::reduction::{publish_vectors_voting, Ballot, Vote};
 use super::{HostWay, NodeCall, Team};
 use crate::adapt::choice::{size_class, Alternative, CLASSES};
 use crate::exec::{Buffers, Combiner};
@@ -102,8 +110,14 @@ pub struct Runs {
     /// voted hot in their first call, where the algorithm has one).
     pub host: HostRuns,
     flat: [bool; CLASSES],
+    /// Whether the current run spreads its flat steps through the chunk
+    /// areas' spans ([`Team::spread`]): every rank's calls came back to
+    /// back when it opened.
+    spread: [bool; CLASSES],
     /// Calls that went flat within a flat run, with no vote.
     pub flat_without_vote: u64,
+    /// Calls that went flat with their steps spread.
+    pub spread_calls: u64,
 }
 
 impl Runs {
@@ -112,6 +126,23 @@ impl Runs {
         self.host.run(host, bufs);
         Way::ZeroCopy
     }
+}
+
+/// The flat way, its steps spread where the run of `class` does so.
+fn flat_in_run<C: Combiner + ?Sized>(
+    team: &mut Team<'_>,
+    bufs: &mut Buffers<'_>,
+    unit: usize,
+    root: Option<usize>,
+    class: usize,
+    combiner: &C,
+) -> Result<bool, Mismatch> {
+    let runs = &mut team.state.memory.reduction_runs;
+    team.spread = runs.spread[class];
+    runs.spread_calls += u64::from(team.spread);
+    let tried_stores = flat(team, bufs, unit, root, combiner);
+    team.spread = false;
+    tried_stores
 }
 
 /// Zero copy where every rank reduces from its last input buffer again
@@ -133,11 +164,19 @@ pub fn flat_or_zero_copy<C: Combiner + ?Sized>(
     combiner: &C,
 ) -> Result<Way, Mismatch> {
     let within = host.as_deref().and_then(|host| host.back_to_back_within());
-    if let Some(within) = within {
-        team.state.memory.reduction_pace.starts(within);
+    let len = bufs.send.unwrap_or(&*bufs.recv).len();
+    let class = size_class(TIMED_FROM, len);
+    // The pace is watched on every call where a host way needs it, else
+    // only on the calls up to a run's opening, which votes on spreading
+    // the run (two clock readings a call: 50 ns on the Zen 3 VM).
+    let memory = &mut team.state.memory;
+    let watched = within.is_some() || memory.reduction_runs.host.leads_to_opening(class);
+    if watched {
+        let window = within.unwrap_or(Duration::from_nanos(team.settings.back_to_back_ns));
+        memory.reduction_pace.starts(window);
     }
     let way = choose_and_run(team, bufs, unit, root, host, within, combiner);
-    if within.is_some() {
+    if watched {
         team.state.memory.reduction_pace.ends();
     }
     way
@@ -156,14 +195,14 @@ fn choose_and_run<C: Combiner + ?Sized>(
 ) -> Result<Way, Mismatch> {
     let input = bufs.send.unwrap_or(&*bufs.recv);
     let len = input.len();
+    let class = size_class(TIMED_FROM, len);
     let hot = super::same_buffer_again(&mut team.state.memory.reduction_input, input.as_ptr());
     let memory = &mut team.state.memory;
-    let class = size_class(TIMED_FROM, len);
     let runs = &mut memory.reduction_runs;
     let opens = runs.host.opens(class);
     if !opens && runs.flat[class] {
         runs.flat_without_vote += 1;
-        flat(team, bufs, unit, root, combiner)?;
+        flat_in_run(team, bufs, unit, root, class, combiner)?;
         return Ok(Way::Flat);
     }
     if let Some(host) = host.as_deref_mut().filter(|_| !opens && runs.host.by_host(class)) {
@@ -179,11 +218,14 @@ fn choose_and_run<C: Combiner + ?Sized>(
     // Rank 0's word on the run: flat where flat is its class's method in
     // use (not while it tries zero copy), unless it asks for the host.
     let flat_run = opens.then(|| !back_to_back && pick.is_some_and(|pick| pick.method == Way::Flat && pick.in_use()));
-    let Vote { step: s, zero_copy, back_to_back, flat_run } =
-        publish_vectors_voting(team, bufs, vote, back_to_back, flat_run)?;
+    let spread = opens && !team.settings.oversubscribed && memory.reduction_pace.back_to_back();
+    let ballot = Ballot { zero_copy: vote, back_to_back, spread };
+    let Vote { step: s, all, flat_run } = publish_vectors_voting(team, bufs, ballot, flat_run)?;
+    let (zero_copy, back_to_back) = (all.zero_copy, all.back_to_back);
     let runs = &mut team.state.memory.reduction_runs;
     if opens {
         runs.flat[class] = flat_run;
+        runs.spread[class] = all.spread;
     }
     // Every rank knows the vote's outcome: all of them switch together.
     let by_host = host.is_some() && if within.is_some() { back_to_back } else { zero_copy };
@@ -204,7 +246,7 @@ fn choose_and_run<C: Combiner + ?Sized>(
         Way::ZeroCopy
     } else {
         team.finish(s);
-        tried_stores = flat(team, bufs, unit, root, combiner)?;
+        tried_stores = flat_in_run(team, bufs, unit, root, class, combiner)?;
         Way::Flat
     };
     // A call that went the other way (a peer's buffer was new), or to a

@@ -124,51 +124,72 @@ const FLAT_RUN: usize = 3;
 /// vectors are (words [`INPUT`] and [`OUTPUT`]) and wait until every rank
 /// has. Returns the step, which stays open while peers read those words.
 pub(crate) fn publish_vectors(team: &mut Team<'_>, bufs: &mut Buffers<'_>) -> Result<u64, Mismatch> {
-    publish_vectors_voting(team, bufs, true, false, None).map(|vote| vote.step)
+    let ballot = Ballot { zero_copy: true, ..Ballot::default() };
+    publish_vectors_voting(team, bufs, ballot, None).map(|vote| vote.step)
+}
+
+/// A rank's votes in zero copy's first step: each holds only if every
+/// rank votes for it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Ballot {
+    /// For zero copy.
+    pub zero_copy: bool,
+    /// For the host's way for hot calls back to back.
+    pub back_to_back: bool,
+    /// For spreading the steps of the run this call opens through the
+    /// chunk areas' spans ([`Team::spread`]): this rank's calls come back
+    /// to back.
+    pub spread: bool,
+}
+
+impl Ballot {
+    fn word(self) -> u64 {
+        u64::from(self.zero_copy) | u64::from(self.back_to_back) << 1 | u64::from(self.spread) << 2
+    }
+
+    fn of(word: u64) -> Ballot {
+        Ballot { zero_copy: word & 1 == 1, back_to_back: word & 2 == 2, spread: word & 4 == 4 }
+    }
 }
 
 /// What [`publish_vectors_voting`] tells every rank alike.
 pub(crate) struct Vote {
     /// The published step, open while peers read its words.
     pub step: u64,
-    /// Every rank voted for zero copy.
-    pub zero_copy: bool,
-    /// Every rank voted for the host's way for hot calls back to back.
-    pub back_to_back: bool,
+    /// What every rank voted for.
+    pub all: Ballot,
     /// In an agreeing call: rank 0 said the calls up to the next one go
     /// flat, with no vote.
     pub flat_run: bool,
 }
 
-/// [`publish_vectors`] with this rank's votes for zero copy and for a
-/// host's way for hot calls back to back (a bit each); also returns
-/// whether every rank voted for each. A rank that votes for neither knows
-/// the answers and waits for no one: where every rank does, the vote
-/// costs no synchronisation. In an agreeing call (`flat_run` given) rank 0 also
+/// [`publish_vectors`] with this rank's `ballot`; also returns what every
+/// rank voted for. A rank that votes for nothing knows the answers and
+/// waits for no one: where every rank does, the vote costs no
+/// synchronisation. In an agreeing call (`flat_run` given) rank 0 also
 /// publishes its `flat_run`, and every rank waits for rank 0's step to
 /// learn it (the others' `flat_run` counts for nothing).
 pub(crate) fn publish_vectors_voting(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
-    vote: bool,
-    back_to_back: bool,
+    ballot: Ballot,
     flat_run: Option<bool>,
 ) -> Result<Vote, Mismatch> {
     let s = team.next_step();
     team.writable(s);
     team.set_word(s, INPUT, bufs.send.unwrap_or(&*bufs.recv).as_ptr() as u64);
     team.set_word(s, OUTPUT, bufs.recv.as_mut_ptr() as u64);
-    team.set_word(s, VOTE, u64::from(vote) | u64::from(back_to_back) << 1);
+    team.set_word(s, VOTE, ballot.word());
     if let Some(flat_run) = flat_run.filter(|_| team.rank == 0) {
         team.set_word(s, FLAT_RUN, u64::from(flat_run));
     }
     team.publish(s);
-    let all = if vote || back_to_back {
+    let all = if ballot.word() != 0 {
         team.wait_all_ready(s);
         // Every rank checks every head before any touches another's
         // vector: all see the same heads, so all go on or all stop.
         team.check_others(s, Via::Area)?;
-        (0..team.size).fold(3, |all, r| all & team.word(r, s, VOTE))
+        (0..team.size).fold(ballot.word(), |all, r| all & team.word(r, s, VOTE))
     } else {
         if flat_run.is_some() && team.rank != 0 {
             team.wait_ready(0, s);
@@ -177,7 +198,7 @@ pub(crate) fn publish_vectors_voting(
         0
     };
     let flat_run = flat_run.is_some() && team.word(0, s, FLAT_RUN) == 1;
-    Ok(Vote { step: s, zero_copy: all & 1 == 1, back_to_back: all & 2 == 2, flat_run })
+    Ok(Vote { step: s, all: Ballot::of(all), flat_run })
 }
 
 /// Bytes `at..at + len` of this rank's input, for a fold whose output is

@@ -41,7 +41,8 @@ pub(super) fn on_threads_with(
             scope.spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
                     let mut state = TeamState { memory: memory(), ..TeamState::default() };
-                    let mut team = Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings };
+                    let mut team =
+                        Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings, spread: false };
                     body(rank, &mut team);
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
@@ -82,12 +83,15 @@ pub(super) fn node_call<R>(
 /// from 1000 bytes into buffers do (PCOLL_SHM_STREAM=100,
 /// PCOLL_SHM_STREAM_OUT=1000), so that the threaded tests run both kinds
 /// of copies; writes into buffers from 100 bytes go in pieces of 24,
-/// asking for their lines ahead.
+/// asking for their lines ahead; every call after a streak counts as back
+/// to back, so that runs of reductions after the first spread their steps
+/// (PCOLL_SHM_BACK_TO_BACK as large as it goes).
 pub(super) const TEST_SETTINGS: NodeSettings = NodeSettings {
     stream_from: 100,
     stream_out_from: 1000,
     ahead: Ahead { from: 100, piece: 24 },
     oversubscribed: false,
+    back_to_back_ns: u64::MAX,
 };
 
 /// Copy bytes from which the threaded tests time the stores (4 KiB by
@@ -1123,6 +1127,68 @@ fn reductions_in_flat_runs_skip_the_vote() {
     }
 }
 
+/// `shm_flat_zcopy`'s runs back to back spread their flat steps through
+/// the chunk areas' spans: a run spreads where every rank's calls came
+/// back to back when it opened (each rank's window for that: any gap, or
+/// none), so never where one rank's do not; the first run never (no
+/// streak yet). New buffers every call (all flat), vectors of several
+/// chunks, Reduce and Allreduce alternating, roots rotating, results
+/// exact.
+#[test]
+fn reductions_back_to_back_spread_their_steps() {
+    use super::host_runs::RUN;
+    use super::reduce_flat_zcopy::{flat_or_zero_copy, Way};
+    const RUNS: usize = 4;
+    type Windows = fn(usize) -> u64;
+    let windows: [(&str, Windows, bool); 3] = [
+        ("every rank back to back", |_| u64::MAX, true),
+        ("no rank", |_| 0, false),
+        ("rank 0 alone", |rank| if rank == 0 { u64::MAX } else { 0 }, false),
+    ];
+    // Chunks of three pages, so that a spread step's place (moved by a
+    // page) differs from its chunk area's (moved by a chunk); vectors of
+    // 2.5 chunks.
+    let chunk = 3 * crate::shm::segment::PAGE;
+    let geo = Geometry { chunk, allreduce_chunk: chunk, ..TEST_GEO };
+    let count = chunk * 5 / 2 / 8;
+    let calls = RUNS * RUN as usize;
+    for (what, window, spreads) in windows {
+        for p in [2, 3] {
+            on_threads_with(p, geo, TEST_SETTINGS, test_memory, |rank, team| {
+                team.settings.back_to_back_ns = window(rank);
+                let mut rng = Rng(p as u64 * 5 + rank as u64);
+                let mut buffers =
+                    [(vec![0u8; count * 8], vec![0u8; count * 8]), (vec![0u8; count * 8], vec![0u8; count * 8])];
+                let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+                for call in 0..calls {
+                    let root = (call % 4 >= 2).then_some(call / 4 % p);
+                    let (send, recv) = &mut buffers[call % 2];
+                    send.copy_from_slice(&vector(p, rank, count));
+                    let op = Interval { combined: AtomicU64::new(0) };
+                    let mut bufs = Buffers { send: Some(send), recv, scratch: &mut scratch };
+                    jitter(&mut rng);
+                    let way = node_call(team, count * 8, |team| flat_or_zero_copy(team, &mut bufs, 8, root, None, &op));
+                    assert_eq!(way, Way::Flat, "{what}: p={p} call={call}: new buffers go flat");
+                    if root.is_none_or(|r| r == rank) {
+                        for (j, e) in bufs.recv.chunks_exact(8).enumerate() {
+                            let got = u64::from_le_bytes(e.try_into().unwrap());
+                            assert_eq!(
+                                got,
+                                expected(p, j),
+                                "{what}: p={p} call={call} rank={rank} root={root:?} element {j}"
+                            );
+                        }
+                    }
+                }
+                // Every run but the first.
+                let spread = if spreads { (calls - RUN as usize) as u64 } else { 0 };
+                let spread_calls = team.state.memory.reduction_runs.spread_calls;
+                assert_eq!(spread_calls, spread, "{what}: p={p} rank={rank}: calls whose steps spread");
+            });
+        }
+    }
+}
+
 /// `shm_flat_ring`'s hot way: an Allreduce that all ranks vote hot for
 /// goes to the host's schedule (here a stand-in that writes the exact
 /// result), and so do the later calls of its run with no vote; a run
@@ -1869,6 +1935,7 @@ mod multi {
                             peers: Some(&Threads),
                             state: &mut state,
                             settings: TEST_SETTINGS,
+                            spread: false,
                         };
                         let inter = Between { mail, me: rank, node, windows, window: None };
                         let memo = Memo { salar: Tuners::new(TEST_START_CHUNK) };
