@@ -190,7 +190,9 @@ pub struct Control {
     /// `ready` has it with the same miss.
     pub heads: [AtomicU64; 2],
     /// The call each of `heads` was written in, whole: a head carries only
-    /// the low bits of its call's number, which repeat every 2^20 calls.
+    /// the low bits of its call's number, which repeat every 2^20 calls;
+    /// with [`super::team::SPREAD`] where the writer spread its steps in
+    /// that call.
     pub head_calls: [AtomicU64; 2],
     /// The pieces of the chunk area of each parity written so far, with
     /// their step ([`super::team::Team::put_pieces`]), in `ready`'s line:
@@ -424,7 +426,7 @@ impl Segment {
     }
 
     /// Rank `r`'s chunk area for `len` bytes of step `s` in a call whose
-    /// ranks agreed to spread their steps ([`crate::shm::team::Team::spread`]):
+    /// writer spreads its steps ([`crate::shm::team::Team::spread`]):
     /// the span of the step's parity, as [`Segment::chunk_area`], but the
     /// place moved on by the step's own length (whole pages) at each use,
     /// through the whole span. Back to back on hot buffers a short step's

@@ -255,17 +255,26 @@ pub struct Team<'a, M = ()> {
     pub peers: Option<&'a dyn PeerMemory>,
     pub state: &'a mut TeamState<M>,
     pub settings: NodeSettings,
-    /// Whether the call's chunk-area steps move through their spans by
-    /// their own length ([`Segment::spread_area`]): set only where every
-    /// rank of the call agreed to (a run of calls back to back).
+    /// Whether this rank's chunk-area steps of the call move through
+    /// their spans by their own length ([`Segment::spread_area`]), for
+    /// calls back to back: the head it shows with each area says so
+    /// ([`SPREAD`]), and its readers find the data where it says. Set
+    /// before the call's first area and kept to its end: a head shown
+    /// again later in the call must not send a late reader elsewhere.
     pub spread: bool,
 }
+
+/// The bit of a head's call word ([`crate::shm::segment::Control`]
+/// `head_calls`) that says the writer spread its steps in that call
+/// ([`Team::spread`]); calls never count that far.
+pub const SPREAD: u64 = 1 << 63;
 
 impl<M> Team<'_, M> {
     /// Starts the node's next call, of `bytes` on this rank with the
     /// registry's algorithm `algorithm`: its steps count from the call's
-    /// number.
+    /// number, unspread until the algorithm says otherwise.
     pub fn begin(&mut self, algorithm: usize, bytes: usize) {
+        self.spread = false;
         self.state.call += 1;
         self.state.step = self.state.call << CALL_SHIFT;
         self.state.head = Head::new(self.state.call, algorithm, bytes);
@@ -302,7 +311,10 @@ impl<M> Team<'_, M> {
 
     /// Where `len` bytes of rank `r`'s step `s` live: the first line of
     /// the step's slot, or the slot's data, if they fit, else its chunk
-    /// area. A function of the length, which writer and readers share.
+    /// area, at the place its writer spread it to or not: for a peer's
+    /// step, as the head the writer showed with it says (a reader asks
+    /// after it has acquired the step's data, which the head's store
+    /// precedes, in the line it waited on).
     fn data(&self, r: usize, s: u64, len: usize) -> *mut u8 {
         if len <= INLINE {
             self.seg.slot(r, s, 0).data.as_ptr() as *mut u8
@@ -310,7 +322,14 @@ impl<M> Team<'_, M> {
             self.seg.ring_data(r, s)
         } else {
             assert!(len <= self.seg.geo.area(), "{len} bytes do not fit a chunk area");
-            if self.spread {
+            let spread = if r == self.rank {
+                self.spread
+            } else {
+                // Relaxed: ordered by the acquire of the data's `ready` or
+                // pieces, which follow the head's store.
+                self.seg.control(r).head_calls[place(s) % 2].load(Relaxed) & SPREAD != 0
+            };
+            if spread {
                 self.seg.spread_area(r, s, len)
             } else {
                 self.seg.chunk_area(r, s)
@@ -689,7 +708,7 @@ impl<M> Team<'_, M> {
         let control = self.seg.control(r);
         // Acquire: pairs with show_head's release, so the head is the one
         // written for that call.
-        let of_call = control.head_calls[parity].load(Acquire) == self.state.call;
+        let of_call = control.head_calls[parity].load(Acquire) & !SPREAD == self.state.call;
         // Relaxed: ordered by the acquire above.
         of_call.then(|| Head(control.heads[parity].load(Relaxed)))
     }
@@ -845,7 +864,8 @@ impl<M> Team<'_, M> {
         // Relaxed: ordered by the release below (and that of the publish).
         control.heads[parity].store(self.state.head.0, Relaxed);
         // Release: the head before its call, for parity_head's acquire.
-        control.head_calls[parity].store(self.state.call, Release);
+        let spread = if self.spread { SPREAD } else { 0 };
+        control.head_calls[parity].store(self.state.call | spread, Release);
     }
 
     /// Waits until every rank is done with step `need` (inline where this

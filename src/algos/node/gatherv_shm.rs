@@ -377,11 +377,18 @@ impl Gather<'_> {
     }
 }
 
+/// The Gatherv in `mode`; a rank whose calls come back to back spreads
+/// its steps through its chunk areas ([`Team::spread`]).
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
-    match team.peers {
+    let within = Duration::from_nanos(team.settings.back_to_back_ns);
+    // Where ranks outnumber cores, calls are never back to back.
+    team.spread = !team.settings.oversubscribed && team.state.memory.gatherv_runs.starts(within);
+    let gathered = match team.peers {
         Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
         _ => rounds(team, g),
-    }
+    };
+    team.state.memory.gatherv_runs.ends();
+    gathered
 }
 
 /// The `shm` Gatherv (auto mode), as the registry runs it.

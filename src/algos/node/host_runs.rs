@@ -60,12 +60,9 @@ impl HostRuns {
         self.calls[class] % RUN
     }
 
-    /// Whether the next call of `class` is one of the last
-    /// [`BACK_TO_BACK_STREAK`] + 1 of its run or opens the next, the calls
-    /// whose pace tells whether the next run's calls come back to back.
+    /// Whether the next call of `class` is one that [`leads_to_opening`].
     pub fn leads_to_opening(&self, class: usize) -> bool {
-        let at = self.position(class);
-        at == 0 || at + BACK_TO_BACK_STREAK + 1 >= RUN
+        leads_to_opening(self.position(class))
     }
 
     /// Whether the current run of `class` goes to the host.
@@ -82,6 +79,52 @@ impl HostRuns {
     pub fn run(&mut self, host: &mut dyn HostWay, bufs: &mut Buffers<'_>) {
         self.by_host_calls += 1;
         host.run(bufs);
+    }
+}
+
+/// Whether the call at position `at` of its run is one of the last
+/// [`BACK_TO_BACK_STREAK`] + 1 or opens the next: the calls whose pace
+/// tells whether the next run's calls come back to back.
+fn leads_to_opening(at: u32) -> bool {
+    at == 0 || at + BACK_TO_BACK_STREAK + 1 >= RUN
+}
+
+/// A writer's runs of [`RUN`] calls back to back, which it decides alone
+/// (its readers follow what its head says: [`crate::shm::team::Team::spread`]):
+/// the calls that lead up to a run's first are watched, and that call's
+/// pace says for the whole run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OwnRuns {
+    calls: u32,
+    watched: bool,
+    back_to_back: bool,
+    pace: Pace,
+    /// Calls in runs back to back.
+    pub back_to_back_calls: u64,
+}
+
+impl OwnRuns {
+    /// A call starts; whether it is in a run of calls back to back (each
+    /// started `within` of the end of the one before).
+    pub fn starts(&mut self, within: Duration) -> bool {
+        let at = self.calls % RUN;
+        self.calls = self.calls.wrapping_add(1);
+        self.watched = leads_to_opening(at);
+        if self.watched {
+            self.pace.starts(within);
+        }
+        if at == 0 {
+            self.back_to_back = self.pace.back_to_back();
+        }
+        self.back_to_back_calls += u64::from(self.back_to_back);
+        self.back_to_back
+    }
+
+    /// The call started last ends.
+    pub fn ends(&mut self) {
+        if self.watched {
+            self.pace.ends();
+        }
     }
 }
 

@@ -49,6 +49,9 @@ pub struct NodeMemory {
     /// Gatherv: where this rank's last block came from, as a non-root (a
     /// block from the same buffer again is taken to be in its caches).
     pub gatherv_sent: usize,
+    /// Gatherv's runs of calls back to back, which spread this rank's
+    /// steps through its chunk areas.
+    pub gatherv_runs: host_runs::OwnRuns,
     /// Bcast: where this rank's last message was, in either role (a root
     /// that broadcasts from the same buffer again takes it to be hot).
     pub bcast_buffer: usize,
@@ -97,6 +100,7 @@ impl Default for NodeMemory {
             queue_op: 0,
             line_copies: Vec::new(),
             gatherv_sent: 0,
+            gatherv_runs: host_runs::OwnRuns::default(),
             bcast_buffer: 0,
             reduction_input: 0,
             gatherv_route: ReaderChoice::new(crate::adapt::stores::ADAPT_FROM),
@@ -173,6 +177,10 @@ impl NodeMemory {
                 .into_iter()
                 .map(|l| format!("shm Gatherv route of hot blocks as root: {l}")),
         );
+        let spread = self.gatherv_runs.back_to_back_calls;
+        if spread > 0 {
+            lines.push(format!("shm Gatherv: {spread} calls back to back, their steps spread through the chunk areas"));
+        }
         let bcast = self.bcast_way.summary("messages").into_iter().chain(self.bcast_method.summary("messages"));
         lines.extend(bcast.map(|l| format!("shm Bcast as root: {l}")));
         lines.extend(

@@ -128,7 +128,8 @@ impl Runs {
     }
 }
 
-/// The flat way, its steps spread where the run of `class` does so.
+/// The flat way, its steps spread where the run of `class` does so (to
+/// the call's end: [`Team::spread`]).
 fn flat_in_run<C: Combiner + ?Sized>(
     team: &mut Team<'_>,
     bufs: &mut Buffers<'_>,
@@ -140,9 +141,7 @@ fn flat_in_run<C: Combiner + ?Sized>(
     let runs = &mut team.state.memory.reduction_runs;
     team.spread = runs.spread[class];
     runs.spread_calls += u64::from(team.spread);
-    let tried_stores = flat(team, bufs, unit, root, combiner);
-    team.spread = false;
-    tried_stores
+    flat(team, bufs, unit, root, combiner)
 }
 
 /// Zero copy where every rank reduces from its last input buffer again

@@ -842,6 +842,72 @@ fn gathers_put_every_block_in_place_across_many_calls() {
     }
 }
 
+/// Gatherv owners whose calls come back to back spread their steps
+/// through their chunk areas and their roots find them there, whatever
+/// the other ranks do: each rank's window for back to back is any gap or
+/// none (every rank, none, or every other one), chunks of three pages
+/// (a spread step's place differs from its chunk area's), all modes,
+/// blocks from a slot's lines to several areas, rotating roots, a Bcast
+/// through the chunk areas between some calls; every block in place.
+#[test]
+fn gathers_follow_each_owners_spread() {
+    use super::gatherv_shm::{self as gatherv, Gather};
+    use crate::core::gen::random_layout;
+    let chunk = 3 * crate::shm::segment::PAGE;
+    let geo = Geometry { chunk, allreduce_chunk: chunk, ..TEST_GEO };
+    type Windows = fn(usize) -> u64;
+    let windows: [(&str, Windows); 3] = [
+        ("every rank", |_| u64::MAX),
+        ("none", |_| 0),
+        ("every other rank", |r| if r % 2 == 1 { u64::MAX } else { 0 }),
+    ];
+    for (what, window) in windows {
+        for p in [2, 3, 4] {
+            on_threads_with(p, geo, TEST_SETTINGS, test_memory, |rank, team| {
+                team.settings.back_to_back_ns = window(rank);
+                let mut rng = Rng(p as u64 * 31 + rank as u64);
+                let mut plan = Rng(p as u64 + 900);
+                for call in 0..80 {
+                    let mode = [gatherv::Mode::CopyIn, gatherv::Mode::ZeroCopy, gatherv::Mode::Auto][plan.below(3)];
+                    let root = call % p;
+                    let layout = random_layout(p, [40, 3000, 9000, 40000][plan.below(4)], plan.next_u64());
+                    let byte = |r: usize, i: usize| (r * 37 + i * 13 + call) as u8;
+                    let (_, len) = layout.blocks[rank];
+                    let block: Vec<u8> = (0..len).map(|i| byte(rank, i)).collect();
+                    let extent = layout.blocks.iter().map(|&(o, l)| o + l).max().unwrap_or(0);
+                    let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
+                    let none = Default::default();
+                    let mut g = Gather {
+                        send: &block,
+                        recv: &mut recv,
+                        layout: if rank == root { &layout } else { &none },
+                        root,
+                        in_place: false,
+                    };
+                    jitter(&mut rng);
+                    node_call(team, len, |team| gatherv::run(team, &mut g, mode));
+                    if rank == root {
+                        let mut want = vec![0xEE; extent];
+                        for (r, &(o, l)) in layout.blocks.iter().enumerate() {
+                            want[o..o + l].iter_mut().enumerate().for_each(|(i, b)| *b = byte(r, i));
+                        }
+                        assert_eq!(recv, want, "{what}: p={p} call={call} {mode:?} root={root}");
+                    }
+                    if plan.below(4) == 0 {
+                        let want: Vec<u8> = (0..9000).map(|i| (i * 7 + call) as u8).collect();
+                        let mut data = if rank == root { want.clone() } else { vec![0; 9000] };
+                        node_call(team, 9000, |team| super::bcast_pipeline::pipeline(team, &mut data, root));
+                        assert_eq!(data, want, "{what}: p={p} call={call}: the Bcast after the Gatherv");
+                    }
+                }
+                let spread = team.state.memory.gatherv_runs.back_to_back_calls;
+                let spreads = window(rank) > 0;
+                assert_eq!(spread > 0, spreads, "{what}: p={p} rank={rank}: {spread} calls spread");
+            });
+        }
+    }
+}
+
 /// Gatherv blocks that go either way in the auto mode (more than a copy
 /// piece, at most a chunk): from the buffer an owner sent its last block
 /// from, direct, else copied in piece by piece while the root copies out;
