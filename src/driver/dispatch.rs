@@ -17,7 +17,7 @@ use crate::core::call::{CallDesc, GatherLayout};
 use crate::core::schedule::Schedule;
 use crate::core::types::Coll;
 use crate::exec::{self, Buffers, Combiner};
-use crate::shm::team::{Mismatch, TeamState};
+use crate::shm::team::{Mismatch, Spread, TeamState};
 use crate::shm::wait;
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
@@ -187,7 +187,15 @@ pub fn invalid<H: Host>(
 fn team<'a, H: Host>(state: &'a CommState<H>, team_state: &'a mut TeamState<NodeMemory>) -> Team<'a> {
     let node = &state.node;
     let (seg, peers) = state.node_memory().expect("a node algorithm runs where the segment is");
-    Team { rank: node.rank, size: node.size, seg, peers, state: team_state, settings: node.settings, spread: false }
+    Team {
+        rank: node.rank,
+        size: node.size,
+        seg,
+        peers,
+        state: team_state,
+        settings: node.settings,
+        spread: Spread::Off,
+    }
 }
 
 /// Runs a schedule over the private communicator (out of line: the node

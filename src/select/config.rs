@@ -121,6 +121,10 @@ pub struct ShmConfig {
     /// as many as the budget allows, up to [`crate::shm::segment::ROTATIONS`]
     /// ([`ShmConfig::rotations`]).
     pub rotate: Option<usize>,
+    /// PCOLL_SHM_SPREAD: the places whose bytes steps spread back to back
+    /// move through; `None`: as many as the budget allows, up to
+    /// [`crate::shm::segment::SPREAD`] ([`ShmConfig::spread`]).
+    pub spread: Option<usize>,
     /// PCOLL_SHM_TREE, PCOLL_SHM_TREE_K: the queue's notification tree.
     pub tree: ShmTree,
     pub tree_k: usize,
@@ -174,6 +178,7 @@ impl Default for ShmConfig {
             ring: Geometry::DEFAULT.ring,
             ring_bytes: Geometry::DEFAULT.ring_bytes,
             rotate: None,
+            spread: None,
             tree: ShmTree::Kary,
             tree_k: 4,
             stream_from: crate::shm::team::STREAM_FROM,
@@ -205,8 +210,16 @@ impl ShmConfig {
     /// by default the most queue slots, a power of two from
     /// [`QUEUE_SLOTS`] down to [`LEAST_QUEUE_SLOTS`], whose block fits
     /// [`BLOCKS_IN_BUDGET`] times in `budget` (in a 64 MiB /dev/shm: 2 MiB
-    /// at 2 ranks, 1 MiB from 3).
+    /// at 2 ranks, 1 MiB from 3), then the places of spread steps
+    /// ([`ShmConfig::spread`]).
     pub fn geometry(&self, ranks: usize, budget: Option<usize>) -> Geometry {
+        let geo = self.geometry_unspread(ranks, budget);
+        Geometry { spread: self.spread(geo, budget), ..geo }
+    }
+
+    /// [`ShmConfig::geometry`] with spread steps moving through the chunk
+    /// areas' places only.
+    fn geometry_unspread(&self, ranks: usize, budget: Option<usize>) -> Geometry {
         let with_slots = |slots: usize| Geometry {
             ranks,
             chunk: self.chunk,
@@ -217,17 +230,36 @@ impl ShmConfig {
             ring: self.ring,
             ring_bytes: self.ring_bytes,
             rotations: 1,
+            spread: 1,
         };
         let least = with_slots(self.slots.unwrap_or(LEAST_QUEUE_SLOTS));
         let rotations = self.rotations(least, budget);
         if self.slots.is_some() {
             return Geometry { rotations, ..least };
         }
-        let fits = |geo: &Geometry| budget.is_none_or(|budget| geo.block_bytes() * BLOCKS_IN_BUDGET <= budget);
         std::iter::successors(Some(QUEUE_SLOTS), |&slots| (slots > LEAST_QUEUE_SLOTS).then_some(slots / 2))
             .map(|slots| Geometry { rotations, ..with_slots(slots) })
-            .find(fits)
+            .find(|geo| fits_budget(geo, budget))
             .unwrap_or(Geometry { rotations, ..least })
+    }
+
+    /// The places spread steps move through in `geo`: PCOLL_SHM_SPREAD,
+    /// or by default the most, a power of two up to
+    /// [`crate::shm::segment::SPREAD`] and at least `geo.rotations`, whose
+    /// extra bytes are at most the default's and whose block fits
+    /// [`BLOCKS_IN_BUDGET`] times in `budget`: in a 64 MiB /dev/shm, the
+    /// chunk areas' places (its queue comes first).
+    pub fn spread(&self, geo: Geometry, budget: Option<usize>) -> usize {
+        use crate::shm::segment::SPREAD;
+        if let Some(spread) = self.spread {
+            return spread;
+        }
+        let extra = (SPREAD - 1) * Geometry::DEFAULT.chunk;
+        let fits =
+            |spread: usize| (spread - 1) * geo.chunk <= extra && fits_budget(&Geometry { spread, ..geo }, budget);
+        std::iter::successors(Some(SPREAD), |&spread| (spread / 2 > geo.rotations).then_some(spread / 2))
+            .find(|&spread| spread > geo.rotations && fits(spread))
+            .unwrap_or(geo.rotations)
     }
 
     /// The places of a chunk area in `geo`: PCOLL_SHM_ROTATE, or by default
@@ -243,8 +275,7 @@ impl ShmConfig {
         }
         let extra = (ROTATIONS - 1) * Geometry::DEFAULT.chunk;
         let fits = |rotations: usize| {
-            let block = Geometry { rotations, ..geo }.block_bytes();
-            (rotations - 1) * geo.chunk <= extra && budget.is_none_or(|budget| block * BLOCKS_IN_BUDGET <= budget)
+            (rotations - 1) * geo.chunk <= extra && fits_budget(&Geometry { rotations, ..geo }, budget)
         };
         let mut rotations = ROTATIONS;
         while rotations > 1 && !fits(rotations) {
@@ -357,7 +388,7 @@ pub const SETUP_AFTER: usize = 1;
 pub const SEGMENT_SHARE: usize = 4;
 
 /// The variables that size a rank's block of the segment.
-const BLOCK_VARIABLES: [&str; 7] = [
+const BLOCK_VARIABLES: [&str; 8] = [
     "PCOLL_SHM_CHUNK",
     "PCOLL_SHM_ALLREDUCE_CHUNK",
     "PCOLL_SHM_SLOTS",
@@ -365,12 +396,19 @@ const BLOCK_VARIABLES: [&str; 7] = [
     "PCOLL_SHM_RING",
     "PCOLL_SHM_RING_BYTES",
     "PCOLL_SHM_ROTATE",
+    "PCOLL_SHM_SPREAD",
 ];
 
 /// A rank's block of a segment with chunk areas moving through their
 /// default places takes at most this share (1/4) of its budget, which
 /// leaves room for the segments of three more communicators.
 pub const BLOCKS_IN_BUDGET: usize = 4;
+
+/// Whether a rank's block of `geo` fits [`BLOCKS_IN_BUDGET`] times in
+/// `budget` (any, where there is none).
+fn fits_budget(geo: &Geometry, budget: Option<usize>) -> bool {
+    budget.is_none_or(|budget| geo.block_bytes() * BLOCKS_IN_BUDGET <= budget)
+}
 
 impl Config {
     /// Calls on a new communicator that go to the host MPI before pcoll
@@ -408,6 +446,7 @@ impl Config {
             geo.ring > default.ring,
             geo.ring_bytes > default.ring_bytes,
             geo.rotations > default.rotations,
+            geo.spread > default.spread,
         ];
         let named: Vec<String> = BLOCK_VARIABLES
             .iter()
@@ -418,7 +457,8 @@ impl Config {
         Err(format!(
             "pcoll: {} {} a shared segment of {} for the {ranks} ranks of a node, more than 1/{SEGMENT_SHARE} \
              of /dev/shm ({}); lower {} (a rank's block: two chunk areas of the larger of PCOLL_SHM_CHUNK and \
-             PCOLL_SHM_ALLREDUCE_CHUNK, each moving through PCOLL_SHM_ROTATE places a chunk apart, PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes, and \
+             PCOLL_SHM_ALLREDUCE_CHUNK, each moving through PCOLL_SHM_ROTATE places a chunk apart (PCOLL_SHM_SPREAD back to \
+             back), PCOLL_SHM_SLOTS slots of PCOLL_SHM_FRAGMENT bytes, and \
              PCOLL_SHM_RING slots of PCOLL_SHM_RING_BYTES), or give the job a larger /dev/shm\n",
             named.join(" and "),
             if named.len() == 1 { "makes" } else { "make" },
@@ -1023,6 +1063,7 @@ mod tests {
             ("PCOLL_SHM_RING", "4"),
             ("PCOLL_SHM_RING_BYTES", "1K"),
             ("PCOLL_SHM_ROTATE", "2"),
+            ("PCOLL_SHM_SPREAD", "4"),
             ("PCOLL_SHM_ADAPT", "0"),
             ("PCOLL_SHM_BUDGET", "1M"),
             ("PCOLL_SETUP_AFTER", "0"),
@@ -1046,8 +1087,32 @@ mod tests {
         let set = parse(&[("PCOLL_SHM_ROTATE", "32")]).unwrap().shm;
         assert_eq!(set.geometry(8, Some(1)).rotations, 32, "as set, whatever the budget");
         assert!(parse(&[("PCOLL_SHM_ROTATE", "3")]).unwrap_err().to_string().contains("PCOLL_SHM_ROTATE"));
-        let block = |rotations| Geometry { rotations, ..shm.geometry(2, None) }.block_bytes();
+        let block = |rotations| Geometry { rotations, spread: 1, ..shm.geometry(2, None) }.block_bytes();
         assert_eq!(block(8) - block(1), 2 * 7 * (64 << 10), "two spans of 7 more chunks");
+    }
+
+    #[test]
+    fn spread_steps_move_through_as_many_places_as_the_budget_leaves() {
+        use crate::driver::pool::default_budget;
+        use crate::shm::segment::SPREAD;
+        let shm = ShmConfig::default();
+        let in_shm = |shm_bytes: usize, ranks: usize| shm.geometry(ranks, Some(default_budget(shm_bytes, ranks)));
+        let spread = |shm_bytes, ranks| in_shm(shm_bytes, ranks).spread;
+        assert_eq!([spread(24 << 30, 2), spread(24 << 30, 64), shm.geometry(64, None).spread], [SPREAD; 3]);
+        assert_eq!([spread(64 << 20, 2), spread(64 << 20, 4), spread(64 << 20, 8)], [8, 4, 1], "the chunk areas'");
+        assert_eq!(in_shm(64 << 20, 2).slots, in_shm(24 << 30, 2).slots, "the queue first");
+        for (shm_bytes, ranks) in [(64 << 20, 2), (256 << 20, 2), (256 << 20, 3), (1 << 30, 16)] {
+            let geo = in_shm(shm_bytes, ranks);
+            assert!(geo.spread >= geo.rotations && geo.spread.is_power_of_two(), "{shm_bytes} {ranks}");
+            assert!(geo.block_bytes() * BLOCKS_IN_BUDGET <= default_budget(shm_bytes, ranks), "{shm_bytes} {ranks}");
+        }
+        let large_chunks = parse(&[("PCOLL_SHM_CHUNK", "1M")]).unwrap().shm;
+        assert_eq!(large_chunks.geometry(2, None).spread, 2, "no more bytes than the default's places");
+        let set = parse(&[("PCOLL_SHM_SPREAD", "64")]).unwrap().shm;
+        assert_eq!(set.geometry(8, Some(1)).spread, 64, "as set, whatever the budget");
+        assert!(parse(&[("PCOLL_SHM_SPREAD", "3")]).unwrap_err().to_string().contains("PCOLL_SHM_SPREAD"));
+        let block = |spread| Geometry { spread, ..shm.geometry(2, None) }.block_bytes();
+        assert_eq!(block(SPREAD) - block(8), 2 * (SPREAD - 8) * (64 << 10), "two spans of more chunks");
     }
 
     #[test]

@@ -523,6 +523,26 @@ pub static SETTINGS: &[Setting] = &[
               a quarter of the budget (`PCOLL_SHM_BUDGET`) ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
     },
     Setting {
+        name: "PCOLL_SHM_SPREAD",
+        accepts: Accepts::Number { min: 1, max: 256, zero: None },
+        show: |c| {
+            c.shm.spread.map_or("32, fewer where the budget is small or the chunks large".into(), |r| r.to_string())
+        },
+        set: |c, v| {
+            if !v.number().is_power_of_two() {
+                return Err("not a power of two".into());
+            }
+            c.shm.spread = Some(v.number());
+            Ok(())
+        },
+        doc: "places, a chunk apart, whose bytes the steps of calls back to back move through, each by its own \
+              length from one use to the next (`PCOLL_SHM_BACK_TO_BACK`), a power of two; the chunk areas' \
+              places (`PCOLL_SHM_ROTATE`) where it is fewer. Back to back, lines come back sooner than in cold \
+              calls, while the reader still holds them. Each place beyond the chunk areas' costs two chunks per \
+              rank; by default the places are as many as fit a quarter of the budget after the queue \
+              ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
+    },
+    Setting {
         name: "PCOLL_SHM_TREE",
         accepts: Accepts::Word(&["flat", "chain", "kary", "knomial"]),
         show: |c| format!("{:?}", c.shm.tree).to_lowercase(),

@@ -64,6 +64,14 @@ pub struct Geometry {
     /// back (a 2 MiB Reduce, 2 ranks: 175-210 us staying put, 83-117
     /// moving through 4-16 places; docs/node-layer.md).
     pub rotations: usize,
+    /// Places, a chunk apart, that a chunk area's span holds (at least
+    /// `rotations`): the bytes through which the steps of a writer that
+    /// spreads them move ([`Segment::spread_area`]). Calls back to back
+    /// reuse lines sooner than cold ones, and a Gatherv owner of rotating
+    /// roots writes one span only (2 ranks, blocks back to back, µs per
+    /// call, spread through 8 places against 32: 32 KiB 3.3 / 2.0, 128
+    /// KiB 8.5 / 5.6; docs/measurements.md).
+    pub spread: usize,
 }
 
 impl Geometry {
@@ -82,6 +90,7 @@ impl Geometry {
         ring: RING,
         ring_bytes: RING_BYTES,
         rotations: ROTATIONS,
+        spread: SPREAD,
     };
 
     /// The slot of the ring that step `s` uses: its [`place`] modulo the
@@ -161,6 +170,13 @@ pub const RING_BYTES: usize = 256;
 /// stream per span, at 896 KiB more per rank (a 2 MiB Reduce at 2 ranks:
 /// 92-97 us; 16 places: 83, 4: 117, 1: 175-210).
 pub const ROTATIONS: usize = 8;
+
+/// Default places whose bytes spread steps move through
+/// (PCOLL_SHM_SPREAD), where the budget allows
+/// ([`crate::select::config::ShmConfig::spread`]): a span of 2.2 MiB,
+/// about what the reader's caches hold of lines on this EPYC VM, at 3
+/// MiB more per rank than 8 places.
+pub const SPREAD: usize = 32;
 
 /// Steps are numbered per call: step `i` of a node's call `c` is
 /// `c << CALL_SHIFT | i`, so that a call whose ranks disagree (an
@@ -278,9 +294,12 @@ impl Geometry {
         self.chunk.max(self.allreduce_chunk)
     }
 
-    /// Bytes of the span a chunk area moves through ([`Geometry::rotations`]).
+    /// Bytes of the span a chunk area moves through: its places
+    /// ([`Geometry::rotations`]), or those spread steps move through
+    /// ([`Geometry::spread`]), the more.
     fn chunk_bytes(&self) -> usize {
-        round_up(self.area() + (self.rotations.max(1) - 1) * self.rotation_bytes(), PAGE)
+        let places = self.rotations.max(self.spread).max(1);
+        round_up(self.area() + (places - 1) * self.rotation_bytes(), PAGE)
     }
 
     /// Bytes between a chunk area's places: a chunk, whole pages (every
@@ -342,6 +361,8 @@ struct Offsets {
     /// Bytes of one ring slot's data and of the span of one chunk area.
     ring_slot: usize,
     chunk: usize,
+    /// Bytes of a span that its chunk area's places cover.
+    rotating: usize,
     /// A chunk area's places: their distance, and their count less one (a
     /// mask).
     rotation: usize,
@@ -360,6 +381,7 @@ impl Offsets {
             queue_slots: geo.control_bytes() + 2 * geo.chunk_bytes(),
             ring_slot: geo.ring_slot_bytes(),
             chunk: geo.chunk_bytes(),
+            rotating: Geometry { spread: 1, ..*geo }.chunk_bytes(),
             rotation: geo.rotation_bytes(),
             rotation_mask: geo.rotations.max(1) - 1,
         }
@@ -429,19 +451,23 @@ impl Segment {
     /// writer spreads its steps ([`crate::shm::team::Team::spread`]):
     /// the span of the step's parity, as [`Segment::chunk_area`], but the
     /// place moved on by the step's own length (whole pages) at each use,
-    /// through the whole span. Back to back on hot buffers a short step's
-    /// place otherwise comes back while its reader still holds the lines,
-    /// and each store waits for one (2 ranks, Allreduce, µs per call, 8
-    /// places against 32: 16 KiB 2.7 / 1.5, 32 KiB 4.8 / 2.1-2.5; 128 KiB
-    /// 13.7-15.0 moved by a chunk, 10.2 by 128 KiB; docs/measurements.md).
-    pub fn spread_area(&self, r: usize, s: u64, len: usize) -> *mut u8 {
+    /// through the bytes of the chunk areas' places or, `wide`, through
+    /// the whole span ([`Geometry::spread`]). Back to back on hot buffers
+    /// a short step's place otherwise comes back while its reader still
+    /// holds the lines, and each store waits for one (2 ranks, Allreduce,
+    /// µs per call, 8 places against 32: 16 KiB 2.7 / 1.5, 32 KiB 4.8 /
+    /// 2.1-2.5; 128 KiB 13.7-15.0 moved by a chunk, 10.2 by 128 KiB;
+    /// docs/measurements.md).
+    pub fn spread_area(&self, r: usize, s: u64, len: usize, wide: bool) -> *mut u8 {
+        let span = if wide { self.at.chunk } else { self.at.rotating };
         let step = len.max(1).next_multiple_of(PAGE);
-        let places = ((self.at.chunk.saturating_sub(step)) / step + 1).max(1);
-        let (span, turn) = (place(s) % 2, (place(s) / 2) % places);
-        let at = self.at.chunk_areas + span * self.at.chunk + turn * step;
-        debug_assert!(len <= self.geo.area() && turn * step + len <= self.at.chunk);
+        let places = ((span.saturating_sub(step)) / step + 1).max(1);
+        let (parity, turn) = (place(s) % 2, (place(s) / 2) % places);
+        let at = self.at.chunk_areas + parity * self.at.chunk + turn * step;
+        debug_assert!(len <= self.geo.area() && turn * step + len <= span && span <= self.at.chunk);
         // SAFETY: within the mapping (layout above): turn * step + len <=
-        // the span's bytes, as `places` counts only whole steps in it.
+        // `span`, at most the span's bytes, as `places` counts only whole
+        // steps in it.
         unsafe { self.base.add(self.block(r) + at) }
     }
 
@@ -490,11 +516,21 @@ mod tests {
     fn blocks_are_page_aligned_and_their_parts_disjoint_in_order() {
         assert_eq!(std::mem::size_of::<Control>(), 5 * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
-        let shapes = [(2, 0, 1, 0, 1), (16, 200, 64, 65536 + 5, 8), (1024, 4096, 8, 0, 4)];
-        for (ring, ring_bytes, slots, allreduce_chunk, rotations) in shapes {
+        let shapes = [(2, 0, 1, 0, 1, 1), (16, 200, 64, 65536 + 5, 8, 32), (1024, 4096, 8, 0, 4, 4)];
+        for (ring, ring_bytes, slots, allreduce_chunk, rotations, spread) in shapes {
             let (chunk, slot_bytes, sets) = (4096, 8192, 2);
-            let geo =
-                Geometry { ranks: 3, chunk, allreduce_chunk, slots, slot_bytes, sets, ring, ring_bytes, rotations };
+            let geo = Geometry {
+                ranks: 3,
+                chunk,
+                allreduce_chunk,
+                slots,
+                slot_bytes,
+                sets,
+                ring,
+                ring_bytes,
+                rotations,
+                spread,
+            };
             let (seg, offset) = offsets(geo);
             let (first, last) = (0, (7 << CALL_SHIFT) + 3);
             for r in 0..3 {
@@ -544,17 +580,23 @@ mod tests {
                     assert_eq!(data(s), data(slot_of(s) as u64));
                 }
             }
-            // spread steps: in their step's span, page-aligned, each
+            // spread steps: in their step's span, which holds `spread`
+            // places (wide) or the chunk areas' (not), page-aligned, each
             // place of a span a step apart and used in turn
-            for len in [1, 100, chunk, geo.area()] {
-                let step = len.next_multiple_of(PAGE);
-                let spread = |s: u64| offset(seg.spread_area(0, s, len));
-                let places = (geo.chunk_bytes() - step) / step + 1;
-                for s in 0..4 * places as u64 {
-                    let (at, span_start) = (spread(s), offset(seg.chunk_area(0, s % 2)));
-                    assert_eq!(at % PAGE, 0);
-                    assert!(at >= span_start && at + len <= span_start + geo.chunk_bytes());
-                    assert_eq!(at - span_start, (s as usize / 2 % places) * step);
+            let rotating = Geometry { spread: 1, ..geo }.chunk_bytes();
+            assert!(geo.chunk_bytes() >= geo.area() + (spread - 1) * chunk);
+            assert!(rotating >= geo.area() + (rotations - 1) * chunk && rotating <= geo.chunk_bytes());
+            for (wide, bytes) in [(false, rotating), (true, geo.chunk_bytes())] {
+                for len in [1, 100, chunk, geo.area()] {
+                    let step = len.next_multiple_of(PAGE);
+                    let spread = |s: u64| offset(seg.spread_area(0, s, len, wide));
+                    let places = (bytes - step) / step + 1;
+                    for s in 0..4 * places as u64 {
+                        let (at, span_start) = (spread(s), offset(seg.chunk_area(0, s % 2)));
+                        assert_eq!(at % PAGE, 0);
+                        assert!(at >= span_start && at + len <= span_start + bytes);
+                        assert_eq!(at - span_start, (s as usize / 2 % places) * step);
+                    }
                 }
             }
             assert_eq!(geo.total_bytes(), geo.block(2) + geo.block_bytes());

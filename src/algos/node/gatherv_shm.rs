@@ -91,7 +91,7 @@ use crate::adapt::stores::{self, ReaderChoice, GATHERV_HOT_ROUTES, GATHERV_ROUTE
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
 use crate::shm::segment::Geometry;
-use crate::shm::team::{fits_ring, in_lines, Expect, Mismatch, Via};
+use crate::shm::team::{fits_ring, in_lines, Expect, Mismatch, Spread, Via};
 use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
@@ -382,7 +382,9 @@ impl Gather<'_> {
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
     let within = Duration::from_nanos(team.settings.back_to_back_ns);
     // Where ranks outnumber cores, calls are never back to back.
-    team.spread = !team.settings.oversubscribed && team.state.memory.gatherv_runs.starts(within);
+    if !team.settings.oversubscribed && team.state.memory.gatherv_runs.starts(within) {
+        team.spread = Spread::Wide;
+    }
     let gathered = match team.peers {
         Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
         _ => rounds(team, g),

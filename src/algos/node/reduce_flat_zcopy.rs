@@ -77,7 +77,7 @@ use super::reduction::{publish_vectors_voting, Ballot, Vote};
 use super::{HostWay, NodeCall, Team};
 use crate::adapt::choice::{size_class, Alternative, CLASSES};
 use crate::exec::{Buffers, Combiner};
-use crate::shm::team::Mismatch;
+use crate::shm::team::{Mismatch, Spread};
 
 /// The way a call went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,8 +139,14 @@ fn flat_in_run<C: Combiner + ?Sized>(
     combiner: &C,
 ) -> Result<bool, Mismatch> {
     let runs = &mut team.state.memory.reduction_runs;
-    team.spread = runs.spread[class];
-    runs.spread_calls += u64::from(team.spread);
+    // Only where each of two writers reads the other's lines does the
+    // narrower span pay ([`Spread::Places`]).
+    team.spread = match (runs.spread[class], root) {
+        (false, _) => Spread::Off,
+        (true, None) => Spread::Places,
+        (true, Some(_)) => Spread::Wide,
+    };
+    runs.spread_calls += u64::from(team.spread != Spread::Off);
     flat(team, bufs, unit, root, combiner)
 }
 

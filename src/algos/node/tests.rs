@@ -12,7 +12,7 @@ use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch::Ahead;
 use crate::shm::segment::{Geometry, INLINE, LINES};
 use crate::shm::team::in_lines;
-use crate::shm::team::{Mismatch, NodeSettings, TeamState};
+use crate::shm::team::{Mismatch, NodeSettings, Spread, TeamState};
 use crate::shm::threads::{HeapSegment, Threads};
 
 /// Runs `body(rank, team)` on `p` threads sharing one segment, with the
@@ -41,8 +41,15 @@ pub(super) fn on_threads_with(
             scope.spawn(move || {
                 let run = std::panic::AssertUnwindSafe(|| {
                     let mut state = TeamState { memory: memory(), ..TeamState::default() };
-                    let mut team =
-                        Team { rank, size: p, seg, peers: Some(&Threads), state: &mut state, settings, spread: false };
+                    let mut team = Team {
+                        rank,
+                        size: p,
+                        seg,
+                        peers: Some(&Threads),
+                        state: &mut state,
+                        settings,
+                        spread: Spread::Off,
+                    };
                     body(rank, &mut team);
                 });
                 if let Err(panic) = std::panic::catch_unwind(run) {
@@ -147,6 +154,7 @@ pub(super) const TEST_GEO: Geometry = Geometry {
     ring: 2,
     ring_bytes: 64,
     rotations: 4,
+    spread: 8,
 };
 
 /// Elements are `(lo, hi)` pairs of u32; `a ∘ b` is `(a.lo, b.hi)` when
@@ -2001,7 +2009,7 @@ mod multi {
                             peers: Some(&Threads),
                             state: &mut state,
                             settings: TEST_SETTINGS,
-                            spread: false,
+                            spread: Spread::Off,
                         };
                         let inter = Between { mail, me: rank, node, windows, window: None };
                         let memo = Memo { salar: Tuners::new(TEST_START_CHUNK) };
