@@ -535,12 +535,13 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.spread = Some(v.number());
             Ok(())
         },
-        doc: "places, a chunk apart, whose bytes the steps of calls back to back move through, each by its own \
-              length from one use to the next (`PCOLL_SHM_BACK_TO_BACK`), a power of two; the chunk areas' \
-              places (`PCOLL_SHM_ROTATE`) where it is fewer. Back to back, lines come back sooner than in cold \
-              calls, while the reader still holds them. Each place beyond the chunk areas' costs two chunks per \
-              rank; by default the places are as many as fit a quarter of the budget after the queue \
-              ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
+        doc: "places, a chunk apart, whose bytes the steps of rooted calls back to back (a Reduce's non-root, \
+              a Gatherv owner; `PCOLL_SHM_BACK_TO_BACK`) move through, each by its own length from one use to \
+              the next, a power of two; the chunk areas' places (`PCOLL_SHM_ROTATE`) where it is fewer, and \
+              always for an Allreduce, whose writers also read each other's lines. Back to back, lines come \
+              back sooner than in cold calls, while the reader still holds them. Each place beyond the chunk \
+              areas' costs two chunks per rank; by default the places are as many as fit a quarter of the \
+              budget after the queue ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
     },
     Setting {
         name: "PCOLL_SHM_TREE",

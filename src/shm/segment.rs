@@ -207,8 +207,8 @@ pub struct Control {
     pub heads: [AtomicU64; 2],
     /// The call each of `heads` was written in, whole: a head carries only
     /// the low bits of its call's number, which repeat every 2^20 calls;
-    /// with [`super::team::SPREAD`] where the writer spread its steps in
-    /// that call.
+    /// in its top two bits how the writer spread its steps in that call
+    /// ([`super::team::Spread`]).
     pub head_calls: [AtomicU64; 2],
     /// The pieces of the chunk area of each parity written so far, with
     /// their step ([`super::team::Team::put_pieces`]), in `ready`'s line:
