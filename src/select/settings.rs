@@ -589,7 +589,8 @@ pub static SETTINGS: &[Setting] = &[
             Ok(())
         },
         doc: "messages of at least this many bytes are copied into your buffers with non-temporal stores: a \
-              pipeline Bcast's copies out, a Gatherv root's own block (per block) \
+              pipeline Bcast's copies out, a Gatherv root's own block (per block; into the receive buffer of \
+              its last Gatherv, taken to be hot, only from 4 MiB) \
               ([Streaming copy-out](node-layer.md#streaming-copy-out))",
     },
     Setting {

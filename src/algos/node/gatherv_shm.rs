@@ -354,9 +354,18 @@ pub struct Gather<'a> {
 }
 
 impl Gather<'_> {
+    /// Whether the root's copies of `len` bytes into its receive buffer
+    /// use streaming stores: from PCOLL_SHM_STREAM_OUT bytes
+    /// ([`crate::shm::team::STREAM_OUT_FROM`]), but where it received
+    /// into the same buffer last time, which is then taken to be in its
+    /// caches, only from [`HOT_STREAM_OUT_FROM`].
+    fn streams_out(&self, team: &Team<'_>, len: usize) -> bool {
+        let hot = team.state.memory.gatherv_received == self.recv.as_ptr() as usize;
+        team.streams_out(len) && (!hot || len >= HOT_STREAM_OUT_FROM)
+    }
+
     /// At the root (node rank `me`): its own block into place, unless it
-    /// is there already; streaming from PCOLL_SHM_STREAM_OUT bytes
-    /// ([`crate::shm::team::STREAM_OUT_FROM`]).
+    /// is there already ([`Gather::streams_out`]).
     fn place_own_block(&mut self, team: &Team<'_>) {
         self.place_own_part(team, &mut 0, usize::MAX);
     }
@@ -370,8 +379,9 @@ impl Gather<'_> {
         if part.is_empty() {
             return false;
         }
+        let stream = self.streams_out(team, len);
         let dst = &mut self.recv[off + part.start..off + part.end];
-        crate::shm::stream::copy_out(dst, &self.send[part.clone()], team.streams_out(len), team.settings.ahead);
+        crate::shm::stream::copy_out(dst, &self.send[part.clone()], stream, team.settings.ahead);
         *placed = part.end;
         true
     }
@@ -390,6 +400,9 @@ pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mi
         _ => rounds(team, g),
     };
     team.state.memory.gatherv_runs.ends();
+    if team.rank == g.root {
+        team.state.memory.gatherv_received = g.recv.as_ptr() as usize;
+    }
     gathered
 }
 
@@ -761,7 +774,7 @@ fn read_ring(
 ) {
     let consumed = team.shared_word(r, s, CLAIMS);
     let (total, mut copied) = (team.ring_pieces(block.len()), 0);
-    let stream = team.streams_out(block.len());
+    let stream = g.streams_out(team, block.len());
     loop {
         let mut landed = team.ring_landed(r, s);
         if landed <= copied {
@@ -808,6 +821,14 @@ fn in_pieces(geo: &Geometry, len: usize) -> bool {
 fn sent_again(team: &mut Team<'_>, send: &[u8]) -> bool {
     super::same_buffer_again(&mut team.state.memory.gatherv_sent, send.as_ptr())
 }
+
+/// Blocks from which a root streams into a hot receive buffer
+/// ([`Gather::streams_out`]): below, ordinary stores keep the lines it
+/// holds (2 ranks, Intel MPI host, hot buffers, µs, streaming / not:
+/// between barriers 2 MiB 154-163 / 126-128, 4 MiB 312-331 / 276-316;
+/// back to back 512 KiB 40 / 34, 2 MiB 159-169 / 139-142, 4 MiB 330-366 /
+/// 349-385; docs/measurements.md).
+pub const HOT_STREAM_OUT_FROM: usize = 4 << 20;
 
 /// Default bytes of the pieces a direct block is cut into
 /// ([`super::Sizes::gatherv_piece`]), each written by its owner or read by

@@ -49,6 +49,9 @@ pub struct NodeMemory {
     /// Gatherv: where this rank's last block came from, as a non-root (a
     /// block from the same buffer again is taken to be in its caches).
     pub gatherv_sent: usize,
+    /// Gatherv: where this rank's last receive buffer was, as root (the
+    /// same again is taken to be hot).
+    pub gatherv_received: usize,
     /// Gatherv's runs of calls back to back, which spread this rank's
     /// steps through its chunk areas.
     pub gatherv_runs: host_runs::OwnRuns,
@@ -100,6 +103,7 @@ impl Default for NodeMemory {
             queue_op: 0,
             line_copies: Vec::new(),
             gatherv_sent: 0,
+            gatherv_received: 0,
             gatherv_runs: host_runs::OwnRuns::default(),
             bcast_buffer: 0,
             reduction_input: 0,
