@@ -236,7 +236,7 @@ fn warn_once<T>(why: &Setback, geo: Geometry, pool: &Mutex<Pool<T>>) {
          point-to-point algorithms on it, and on any other communicator in that case without another word. To have \
          the node layer: give the job a larger /dev/shm (docker run --shm-size=...), free communicators no longer \
          used, raise PCOLL_SHM_BUDGET, or lower PCOLL_SHM_CHUNK, PCOLL_SHM_ALLREDUCE_CHUNK, PCOLL_SHM_ROTATE, \
-         PCOLL_SHM_SLOTS or PCOLL_SHM_FRAGMENT",
+         PCOLL_SHM_SPREAD, PCOLL_SHM_SLOTS or PCOLL_SHM_FRAGMENT",
         geo.ranks
     );
     if WARNED.swap(true, Ordering::Relaxed) {
