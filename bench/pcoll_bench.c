@@ -34,7 +34,9 @@
  *     as slow as its slowest rank); we report the median (p10/p90 in CSV).
  * Each run first reports how node ranks 0 and 1 hand 32 KiB over through
  * shared memory (probe_handoff): on a virtual machine this changes between
- * runs, and large-message times with it.
+ * runs and during them, and times with it; each point probes it again
+ * before and after its timing (the CSV's handoff_before_us and
+ * handoff_after_us).
  * memcpy_us is the median time of one copy of the message size, done by
  * all ranks at once (slowest rank), the faster of memcpy and a copy with
  * streaming stores (bench_memcpy), through buffers in the state the
@@ -895,7 +897,12 @@ static struct stats bench_memcpy(const struct opts *o, size_t b, int *iters_out)
  * on one VM), so each run reports it. Medians, microseconds. */
 #define HANDOFF_BYTES (32 << 10)
 #define HANDOFF_ROUNDS 400
-static void probe_handoff(MPI_Comm node, double out[2])
+/* Around each point (before and after it, into the CSV), fewer rounds:
+ * the placement can change during a run, and scripts/bench.sh compares
+ * pcoll with the stock MPIs of other runs only where the points met the
+ * same placement. 100 rounds take 0.4-2 ms. */
+#define HANDOFF_POINT_ROUNDS 100
+static void probe_handoff(MPI_Comm node, int rounds, double out[2])
 {
     int me, n;
     PMPI_Comm_rank(node, &me);
@@ -917,14 +924,14 @@ static void probe_handoff(MPI_Comm node, double out[2])
     if (me == 0)
         *flag = *answer = 0;
     char *mine = malloc(HANDOFF_BYTES);
-    double *t = malloc(sizeof(double) * HANDOFF_ROUNDS);
+    double *t = malloc(sizeof(double) * (size_t)rounds);
     memset(mine, me + 1, HANDOFF_BYTES);
     /* rank 0 writes a round once rank 1 has answered the one before; rank 1
      * reads it once flagged */
     long *wait_on = me == 0 ? answer : flag, *notify = me == 0 ? flag : answer;
     char *dst = me == 0 ? base : mine, *src = me == 0 ? mine : base;
     PMPI_Barrier(node);
-    for (long k = 1; k <= HANDOFF_ROUNDS && me < 2; k++) {
+    for (long k = 1; k <= rounds && me < 2; k++) {
         while (__atomic_load_n(wait_on, __ATOMIC_ACQUIRE) != k - (me == 0))
             ;
         double a = now_s();
@@ -935,7 +942,7 @@ static void probe_handoff(MPI_Comm node, double out[2])
     }
     double mine_med[2] = {0, 0};
     if (me < 2)
-        mine_med[me] = stats_of(t, HANDOFF_ROUNDS, 0, 1).med;
+        mine_med[me] = stats_of(t, rounds, 0, 1).med;
     PMPI_Allreduce(mine_med, out, 2, MPI_DOUBLE, MPI_MAX, node);
     free(t);
     free(mine);
@@ -1101,8 +1108,7 @@ int main(int argc, char **argv)
     /* spinning ranks 0 and 1 need a core each */
     double handoff[2] = {0, 0};
     if (!oversub)
-        probe_handoff(node, handoff);
-    PMPI_Comm_free(&node);
+        probe_handoff(node, HANDOFF_ROUNDS, handoff);
     local_ranks = local;
     /* one clock for all ranks, and a core each to wait on it */
     sync_window = o.sync == SYNC_WINDOW || (o.sync == SYNC_AUTO && local == nranks && !oversub);
@@ -1181,7 +1187,7 @@ int main(int argc, char **argv)
         if (csv && !o.ncand) {
             fprintf(csv, "mpi,label,mode,ranks,local_ranks,cores,oversubscribed,coll,bytes,iters,"
                          "stock_med_us,stock_p10_us,stock_p90_us,pcoll_med_us,pcoll_p10_us,pcoll_p90_us,"
-                         "ratio,memcpy_med_us,check,pcoll_interposed,other_tasks\n");
+                         "ratio,memcpy_med_us,check,pcoll_interposed,other_tasks,handoff_before_us,handoff_after_us\n");
         }
     }
     for (char *s = ver; *s; s++)
@@ -1258,7 +1264,12 @@ int main(int argc, char **argv)
             }
             double ls0 = load_sum;
             int ln0 = load_samples;
+            double before[2] = {0, 0}, after[2] = {0, 0};
+            if (!oversub)
+                probe_handoff(node, HANDOFF_POINT_ROUNDS, before);
             struct point p = bench_point(&o, c, b);
+            if (!oversub)
+                probe_handoff(node, HANDOFF_POINT_ROUNDS, after);
             double point_load = load_samples > ln0 ? (load_sum - ls0) / (load_samples - ln0) : 0;
             if (rank != 0)
                 continue;
@@ -1301,7 +1312,11 @@ int main(int argc, char **argv)
                     fprintf(csv, ",");
                 else
                     fprintf(csv, "%.3f,", mc[si].med);
-                fprintf(csv, "%s,%d,%.2f\n", check, pcoll_provider(c) != NULL, point_load);
+                fprintf(csv, "%s,%d,%.2f,", check, pcoll_provider(c) != NULL, point_load);
+                if (before[0] > 0 && after[0] > 0)
+                    fprintf(csv, "%.2f,%.2f\n", before[0], after[0]);
+                else
+                    fprintf(csv, ",\n");
                 fflush(csv);
             }
         }
@@ -1330,6 +1345,7 @@ int main(int argc, char **argv)
     free(recv_arena);
     free(gv_counts);
     free(gv_displs);
+    PMPI_Comm_free(&node);
     MPI_Finalize();
     return failures ? 1 : 0;
 }

@@ -608,6 +608,11 @@ summary() {
 # min(stock of pass k) / pcoll of pass k; a pair whose runs met different
 # states counts the faster state's stock against pcoll, never the other
 # way round. best_stock and the pcoll columns are the merged medians.
+# A second table compares each run's pcoll only with stock runs that met
+# the same placement of the cores (each point's handoff probes, before
+# and after it, within a factor PLACEMENT), so that a VM moving its vCPUs
+# between runs does not decide the ratio.
+PLACEMENT=1.6
 faster_stock() {
     local tag=$1 files=() k m
     shift
@@ -618,7 +623,7 @@ faster_stock() {
         done
         [ "$found" = 1 ] || files+=("$OUT/$m-$tag.csv")  # a single run (e.g. oversubscribed)
     done
-    awk -F, -v names="$*" "$AWK_MEDIAN"'
+    awk -F, -v names="$*" -v PLACEMENT="$PLACEMENT" "$AWK_MEDIAN"'
         BEGIN { nm = split(names, M, " ") }
         FNR == 1 {
             for (i = 1; i <= NF; i++) col[$i] = i
@@ -633,6 +638,9 @@ faster_stock() {
             if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
             if ($col["check"] == "WRONG") wrong[mpi, k] = 1
             st[mpi, pass, k] = $col["stock_med_us"]; pc[mpi, pass, k] = $col["pcoll_med_us"]
+            if (("handoff_after_us" in col) && $col["handoff_before_us"] + 0 > 0 && $col["handoff_after_us"] + 0 > 0) {
+                hb[mpi, pass, k] = $col["handoff_before_us"] + 0; ha[mpi, pass, k] = $col["handoff_after_us"] + 0
+            }
             stl[mpi, k] = stl[mpi, k] " " $col["stock_med_us"]; pcl[mpi, k] = pcl[mpi, k] " " $col["pcoll_med_us"]
             mcv = $col["memcpy_med_us"]
             if (mcv != "" && (!(k in mc) || mcv + 0 < mc[k] + 0)) mc[k] = mcv
@@ -651,6 +659,59 @@ faster_stock() {
         function bound(coll, memcpy,   f) {
             f = coll == "bcast" ? 0.5 : coll == "reduce" ? (ranks + 2) / (3 * ranks) : 1
             return f * memcpy / (mode == "osu" ? ranks : 1)
+        }
+        # Whether two handoff figures (us) describe one placement of the
+        # cores: within a factor PLACEMENT of each other (the development
+        # VM: 0.6, 3-5 and 13-18 us).
+        function alike(a, b) { return a < b * PLACEMENT && b < a * PLACEMENT }
+        # The pcoll time of run (j, p) at point k against the fastest stock
+        # that met the same placement: per host, the median of its runs
+        # whose probes before and after the point were both alike those of
+        # this run, the least of those medians; "" where the run changed
+        # placement during the point or no stock run met its placement.
+        function matched(j, p, k,   w, jj, pp, list, best, m) {
+            if (!((j, p, k) in hb) || !alike(hb[j, p, k], ha[j, p, k])) return ""
+            w = (hb[j, p, k] + ha[j, p, k]) / 2; best = ""
+            for (jj = 1; jj <= nm; jj++) {
+                list = ""
+                for (pp in passes)
+                    if (((jj, pp, k) in hb) && ((jj, pp, k) in st) && alike(hb[jj, pp, k], w) && alike(ha[jj, pp, k], w))
+                        list = list " " st[jj, pp, k]
+                if (list == "") continue
+                m = median(list)
+                if (best == "" || m + 0 < best + 0) best = m
+            }
+            return best == "" ? "" : best / pc[j, p, k]
+        }
+        # The same comparison in one placement at a time: pcoll on each
+        # host against the fastest stock in the placement its run met.
+        function matched_table(   i, k, kk, j, p, list, runs, r, below, any) {
+            printf "\n# against the faster stock MPI in the same placement: ratio = median over the runs (passes) of pcoll on\n"
+            printf "# that host of (the least, over the hosts, of the median stock time of the runs whose handoff probes\n"
+            printf "# before and after the point were within %.1fx of this run) / pcoll; runs = runs matched of those made\n", PLACEMENT
+            printf "%-10s %9s", "coll", "bytes"
+            for (j = 1; j <= nm; j++) printf " %10s %5s", M[j] "_ratio", "runs"
+            printf "\n"
+            below = 0; any = 0
+            for (i = 1; i <= nk; i++) {
+                k = order[i]; split(k, kk, SUBSEP)
+                printf "%-10s %9s", kk[1], kk[2]
+                for (j = 1; j <= nm; j++) {
+                    list = ""; runs = 0
+                    if (!((j, k) in wrong))
+                        for (p in passes) {
+                            if (!((j, p, k) in pc) || pc[j, p, k] + 0 <= 0) continue
+                            r = matched(j, p, k)
+                            if (r != "") { list = list " " r; runs++ }
+                        }
+                    if (list == "") { printf " %10s %5s", "-", "-"; continue }
+                    any = 1; r = median(list)
+                    printf " %10.2f %5s", r, runs
+                    if (r < 1) below++
+                }
+                printf "\n"
+            }
+            if (any) printf "# against the faster stock MPI in the same placement: %d point(s) below 1.00\n", below
         }
         END {
             printf "\n# against the faster stock MPI: best_stock, from and the pcoll columns are medians over the passes;\n"
@@ -693,6 +754,7 @@ faster_stock() {
             }
             printf "# against the faster stock MPI: %d point(s) below 1.00, %d point(s) from 64 KiB below 1.50", slower, short
             printf " (%d of them where the memory bound allows 1.50: limit >= 1.50)\n", open_short
+            matched_table()
         }' "${files[@]}"
 }
 
