@@ -535,11 +535,11 @@ pub static SETTINGS: &[Setting] = &[
             c.shm.spread = Some(v.number());
             Ok(())
         },
-        doc: "places, a chunk apart, whose bytes the steps of rooted calls back to back (a Reduce's non-root, \
-              a Gatherv owner; `PCOLL_SHM_BACK_TO_BACK`) move through, each by its own length from one use to \
-              the next, a power of two; the chunk areas' places (`PCOLL_SHM_ROTATE`) where it is fewer, and \
-              always for an Allreduce, whose writers also read each other's lines. Back to back, lines come \
-              back sooner than in cold calls, while the reader still holds them. Each place beyond the chunk \
+        doc: "places, a chunk apart, whose bytes the steps of rooted calls back to back or on hot buffers (a \
+              Reduce's non-root, a Gatherv owner; `PCOLL_SHM_BACK_TO_BACK`) move through, each by its own length \
+              from one use to the next, a power of two; the chunk areas' places (`PCOLL_SHM_ROTATE`) where it is \
+              fewer, and always for an Allreduce, whose writers also read each other's lines. On hot buffers, \
+              lines come back sooner than in cold calls, while the reader still holds them. Each place beyond the chunk \
               areas' costs two chunks per rank; by default the places are as many as fit a quarter of the \
               budget after the queue ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
     },
@@ -659,8 +659,8 @@ pub static SETTINGS: &[Setting] = &[
               hot calls that come back to back on every rank, `shm_binomial` and `shm_queue_binomial` those whose \
               root's come back to back, to the binomial tree over the host MPI \
               ([Calls back to back](node-layer.md#calls-back-to-back)); `shm_flat_zcopy`'s runs of calls back \
-              to back on every rank spread their steps through the chunk areas \
-              ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
+              to back (or on their last buffers) on every rank, and a Gatherv owner's, spread their steps \
+              through the chunk areas ([Chunk areas that move](node-layer.md#chunk-areas-that-move))",
     },
 ];
 

@@ -257,7 +257,7 @@ pub struct Team<'a, M = ()> {
     pub settings: NodeSettings,
     /// Whether and how far this rank's chunk-area steps of the call move
     /// through their spans by their own length ([`Segment::spread_area`]),
-    /// for calls back to back: the head it shows with each area says so
+    /// for calls back to back or on hot buffers: the head it shows with each area says so
     /// (in its call word's top two bits), and its readers find the data there.
     /// Set before the call's first area and kept to its end: a head shown
     /// again later in the call must not send a late reader elsewhere.

@@ -387,12 +387,16 @@ impl Gather<'_> {
     }
 }
 
-/// The Gatherv in `mode`; a rank whose calls come back to back spreads
-/// its steps through its chunk areas ([`Team::spread`]).
+/// The Gatherv in `mode`; a rank whose calls come back to back, or send
+/// from its last block's buffer, spreads its steps through its chunk areas
+/// ([`Team::spread`]): hot, the root holds the lines of the places it read
+/// last (2 ranks, cores sharing a cache, between barriers on one buffer:
+/// 128 KiB 8.9 against 5.0-6.6 us; docs/measurements.md).
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
     let within = Duration::from_nanos(team.settings.back_to_back_ns);
+    let hot = !g.send.is_empty() && g.send.as_ptr() as usize == team.state.memory.gatherv_sent;
     // Where ranks outnumber cores, calls are never back to back.
-    if !team.settings.oversubscribed && team.state.memory.gatherv_runs.starts(within) {
+    if !team.settings.oversubscribed && team.state.memory.gatherv_runs.starts(within, hot) {
         team.spread = Spread::Wide;
     }
     let gathered = match team.peers {

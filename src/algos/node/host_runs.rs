@@ -89,24 +89,27 @@ fn leads_to_opening(at: u32) -> bool {
     at == 0 || at + BACK_TO_BACK_STREAK + 1 >= RUN
 }
 
-/// A writer's runs of [`RUN`] calls back to back, which it decides alone
-/// (its readers follow what its head says: [`crate::shm::team::Team::spread`]):
-/// the calls that lead up to a run's first are watched, and that call's
-/// pace says for the whole run.
+/// A writer's runs of [`RUN`] calls that spread their steps, which it
+/// decides alone (its readers follow what its head says:
+/// [`crate::shm::team::Team::spread`]): the calls that lead up to a run's
+/// first are watched, and that call says for the whole run, by its pace
+/// or its buffer.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OwnRuns {
     calls: u32,
     watched: bool,
-    back_to_back: bool,
+    spread: bool,
     pace: Pace,
-    /// Calls in runs back to back.
-    pub back_to_back_calls: u64,
+    /// Calls in runs that spread.
+    pub spread_calls: u64,
 }
 
 impl OwnRuns {
-    /// A call starts; whether it is in a run of calls back to back (each
-    /// started `within` of the end of the one before).
-    pub fn starts(&mut self, within: Duration) -> bool {
+    /// A call starts; whether it is in a run that spreads: one whose first
+    /// call came back to back (each of the calls before it started
+    /// `within` of the end of the one before) or sent from `hot` buffers
+    /// (the writer's last ones).
+    pub fn starts(&mut self, within: Duration, hot: bool) -> bool {
         let at = self.calls % RUN;
         self.calls = self.calls.wrapping_add(1);
         self.watched = leads_to_opening(at);
@@ -114,10 +117,10 @@ impl OwnRuns {
             self.pace.starts(within);
         }
         if at == 0 {
-            self.back_to_back = self.pace.back_to_back();
+            self.spread = hot || self.pace.back_to_back();
         }
-        self.back_to_back_calls += u64::from(self.back_to_back);
-        self.back_to_back
+        self.spread_calls += u64::from(self.spread);
+        self.spread
     }
 
     /// The call started last ends.

@@ -181,9 +181,11 @@ impl NodeMemory {
                 .into_iter()
                 .map(|l| format!("shm Gatherv route of hot blocks as root: {l}")),
         );
-        let spread = self.gatherv_runs.back_to_back_calls;
+        let spread = self.gatherv_runs.spread_calls;
         if spread > 0 {
-            lines.push(format!("shm Gatherv: {spread} calls back to back, their steps spread through the chunk areas"));
+            lines.push(format!(
+                "shm Gatherv: {spread} calls back to back or from the last buffers, their steps spread through the chunk areas"
+            ));
         }
         let bcast = self.bcast_way.summary("messages").into_iter().chain(self.bcast_method.summary("messages"));
         lines.extend(bcast.map(|l| format!("shm Bcast as root: {l}")));

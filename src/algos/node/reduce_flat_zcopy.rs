@@ -48,13 +48,16 @@
 //! timing nothing. A class whose timings explore zero copy, or favour
 //! it, votes on every call of the run, as above.
 //!
-//! Runs whose calls come back to back on every rank (a third bit of the
-//! opening call's vote, each rank's [`super::host_runs::Pace`]) spread
-//! their flat steps through the chunk areas ([`Team::spread`]): back to
-//! back, a short step's place otherwise comes back while its reader
-//! still holds the lines (2 ranks, hot, 32 KiB Allreduce: 2.7-3.0 us
-//! against 4.7-4.9; docs/measurements.md); cold synchronised calls and
-//! calls between barriers, which lost a tenth spread, keep the places.
+//! Runs whose calls come back to back or reduce from their last input
+//! buffers again on every rank (a third bit of the opening call's vote,
+//! each rank's [`super::host_runs::Pace`] or buffer) spread their flat
+//! steps through the chunk areas ([`Team::spread`]): on hot buffers, back
+//! to back or between barriers, a short step's place otherwise comes
+//! back while its reader still holds the lines (2 ranks, 32 KiB
+//! Allreduce, cores sharing a cache: back to back 2.7-3.0 us against
+//! 4.7-4.9, between barriers 2.8-3.2 against 3.7-3.9;
+//! docs/measurements.md); cold synchronised calls, which lost a tenth
+//! spread, keep the places.
 //!
 //! `shm_flat_ring` and `shm_flat_binomial` hand hot calls to a schedule
 //! over the host MPI instead of zero copy ([`HostWay`]): the ring, for
@@ -112,7 +115,7 @@ pub struct Runs {
     flat: [bool; CLASSES],
     /// Whether the current run spreads its flat steps through the chunk
     /// areas' spans ([`Team::spread`]): every rank's calls came back to
-    /// back when it opened.
+    /// back, or reduced from its last input buffer again, when it opened.
     spread: [bool; CLASSES],
     /// Calls that went flat within a flat run, with no vote.
     pub flat_without_vote: u64,
@@ -223,7 +226,7 @@ fn choose_and_run<C: Combiner + ?Sized>(
     // Rank 0's word on the run: flat where flat is its class's method in
     // use (not while it tries zero copy), unless it asks for the host.
     let flat_run = opens.then(|| !back_to_back && pick.is_some_and(|pick| pick.method == Way::Flat && pick.in_use()));
-    let spread = opens && !team.settings.oversubscribed && memory.reduction_pace.back_to_back();
+    let spread = opens && !team.settings.oversubscribed && (hot || memory.reduction_pace.back_to_back());
     let ballot = Ballot { zero_copy: vote, back_to_back, spread };
     let Vote { step: s, all, flat_run } = publish_vectors_voting(team, bufs, ballot, flat_run)?;
     let (zero_copy, back_to_back) = (all.zero_copy, all.back_to_back);

@@ -138,7 +138,7 @@ pub(crate) struct Ballot {
     pub back_to_back: bool,
     /// For spreading the steps of the run this call opens through the
     /// chunk areas' spans ([`Team::spread`]): this rank's calls come back
-    /// to back.
+    /// to back, or it reduces from its last input buffer again.
     pub spread: bool,
 }
 

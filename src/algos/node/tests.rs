@@ -850,13 +850,15 @@ fn gathers_put_every_block_in_place_across_many_calls() {
     }
 }
 
-/// Gatherv owners whose calls come back to back spread their steps
-/// through their chunk areas and their roots find them there, whatever
-/// the other ranks do: each rank's window for back to back is any gap or
-/// none (every rank, none, or every other one), chunks of three pages
-/// (a spread step's place differs from its chunk area's), all modes,
-/// blocks from a slot's lines to several areas, rotating roots, a Bcast
-/// through the chunk areas between some calls; every block in place.
+/// Gatherv owners whose calls come back to back, or send from their last
+/// buffer, spread their steps through their chunk areas and their roots
+/// find them there, whatever the other ranks do: each rank's window for
+/// back to back is any gap or none (every rank, none, or every other one),
+/// its blocks come from new buffers or one (every rank's, with no
+/// window), chunks of three pages (a spread step's place differs from its
+/// chunk area's), all modes, blocks from a slot's lines to several areas,
+/// rotating roots, a Bcast through the chunk areas between some calls;
+/// every block in place.
 #[test]
 fn gathers_follow_each_owners_spread() {
     use super::gatherv_shm::{self as gatherv, Gather};
@@ -864,29 +866,39 @@ fn gathers_follow_each_owners_spread() {
     let chunk = 3 * crate::shm::segment::PAGE;
     let geo = Geometry { chunk, allreduce_chunk: chunk, ..TEST_GEO };
     type Windows = fn(usize) -> u64;
-    let windows: [(&str, Windows); 3] = [
-        ("every rank", |_| u64::MAX),
-        ("none", |_| 0),
-        ("every other rank", |r| if r % 2 == 1 { u64::MAX } else { 0 }),
+    let windows: [(&str, Windows, bool); 4] = [
+        ("every rank", |_| u64::MAX, false),
+        ("none", |_| 0, false),
+        ("every other rank", |r| if r % 2 == 1 { u64::MAX } else { 0 }, false),
+        ("none, one buffer", |_| 0, true),
     ];
-    for (what, window) in windows {
+    for (what, window, one_buffer) in windows {
         for p in [2, 3, 4] {
             on_threads_with(p, geo, TEST_SETTINGS, test_memory, |rank, team| {
                 team.settings.back_to_back_ns = window(rank);
                 let mut rng = Rng(p as u64 * 31 + rank as u64);
                 let mut plan = Rng(p as u64 + 900);
+                // Every block sent so far, so that each new one has an
+                // address of its own; or the one buffer.
+                let mut sent: Vec<Vec<u8>> = Vec::new();
+                let mut one = vec![0u8; 40000];
                 for call in 0..80 {
                     let mode = [gatherv::Mode::CopyIn, gatherv::Mode::ZeroCopy, gatherv::Mode::Auto][plan.below(3)];
                     let root = call % p;
                     let layout = random_layout(p, [40, 3000, 9000, 40000][plan.below(4)], plan.next_u64());
                     let byte = |r: usize, i: usize| (r * 37 + i * 13 + call) as u8;
                     let (_, len) = layout.blocks[rank];
-                    let block: Vec<u8> = (0..len).map(|i| byte(rank, i)).collect();
+                    let mut block: Vec<u8> = (0..len).map(|i| byte(rank, i)).collect();
+                    if one_buffer {
+                        one[..len].copy_from_slice(&block);
+                        block.clear();
+                    }
+                    let send = if one_buffer { &one[..len] } else { &block[..] };
                     let extent = layout.blocks.iter().map(|&(o, l)| o + l).max().unwrap_or(0);
                     let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
                     let none = Default::default();
                     let mut g = Gather {
-                        send: &block,
+                        send,
                         recv: &mut recv,
                         layout: if rank == root { &layout } else { &none },
                         root,
@@ -907,9 +919,10 @@ fn gathers_follow_each_owners_spread() {
                         node_call(team, 9000, |team| super::bcast_pipeline::pipeline(team, &mut data, root));
                         assert_eq!(data, want, "{what}: p={p} call={call}: the Bcast after the Gatherv");
                     }
+                    sent.push(block);
                 }
-                let spread = team.state.memory.gatherv_runs.back_to_back_calls;
-                let spreads = window(rank) > 0;
+                let spread = team.state.memory.gatherv_runs.spread_calls;
+                let spreads = window(rank) > 0 || one_buffer;
                 assert_eq!(spread > 0, spreads, "{what}: p={p} rank={rank}: {spread} calls spread");
             });
         }
@@ -1201,23 +1214,25 @@ fn reductions_in_flat_runs_skip_the_vote() {
     }
 }
 
-/// `shm_flat_zcopy`'s runs back to back spread their flat steps through
-/// the chunk areas' spans: a run spreads where every rank's calls came
-/// back to back when it opened (each rank's window for that: any gap, or
-/// none), so never where one rank's do not; the first run never (no
-/// streak yet). New buffers every call (all flat), vectors of several
-/// chunks, Reduce and Allreduce alternating, roots rotating, results
-/// exact.
+/// `shm_flat_zcopy`'s runs back to back or on hot buffers spread their
+/// flat steps through the chunk areas' spans: a run spreads where every
+/// rank's calls came back to back (each rank's window for that: any gap,
+/// or none) or reduced from its last buffers again when it opened, so
+/// never where one rank's do neither; the first run never (no streak, no
+/// last buffer yet). New buffers every call, or one pair without zero
+/// copy (all flat), vectors of several chunks, Reduce and Allreduce
+/// alternating, roots rotating, results exact.
 #[test]
-fn reductions_back_to_back_spread_their_steps() {
+fn reductions_back_to_back_or_hot_spread_their_steps() {
     use super::host_runs::RUN;
     use super::reduce_flat_zcopy::{flat_or_zero_copy, Way};
     const RUNS: usize = 4;
     type Windows = fn(usize) -> u64;
-    let windows: [(&str, Windows, bool); 3] = [
-        ("every rank back to back", |_| u64::MAX, true),
-        ("no rank", |_| 0, false),
-        ("rank 0 alone", |rank| if rank == 0 { u64::MAX } else { 0 }, false),
+    let windows: [(&str, Windows, bool, bool); 4] = [
+        ("every rank back to back", |_| u64::MAX, false, true),
+        ("no rank", |_| 0, false, false),
+        ("rank 0 alone", |rank| if rank == 0 { u64::MAX } else { 0 }, false, false),
+        ("no rank, one buffer pair", |_| 0, true, true),
     ];
     // Chunks of three pages, so that a spread step's place (moved by a
     // page) differs from its chunk area's (moved by a chunk); vectors of
@@ -1226,17 +1241,21 @@ fn reductions_back_to_back_spread_their_steps() {
     let geo = Geometry { chunk, allreduce_chunk: chunk, ..TEST_GEO };
     let count = chunk * 5 / 2 / 8;
     let calls = RUNS * RUN as usize;
-    for (what, window, spreads) in windows {
+    for (what, window, hot, spreads) in windows {
         for p in [2, 3] {
             on_threads_with(p, geo, TEST_SETTINGS, test_memory, |rank, team| {
                 team.settings.back_to_back_ns = window(rank);
+                if hot {
+                    // Flat on hot buffers too.
+                    team.peers = None;
+                }
                 let mut rng = Rng(p as u64 * 5 + rank as u64);
                 let mut buffers =
                     [(vec![0u8; count * 8], vec![0u8; count * 8]), (vec![0u8; count * 8], vec![0u8; count * 8])];
                 let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
                 for call in 0..calls {
                     let root = (call % 4 >= 2).then_some(call / 4 % p);
-                    let (send, recv) = &mut buffers[call % 2];
+                    let (send, recv) = &mut buffers[if hot { 0 } else { call % 2 }];
                     send.copy_from_slice(&vector(p, rank, count));
                     let op = Interval { combined: AtomicU64::new(0) };
                     let mut bufs = Buffers { send: Some(send), recv, scratch: &mut scratch };
