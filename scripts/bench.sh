@@ -685,17 +685,14 @@ faster_stock() {
         }
         # The same comparison in one placement at a time: pcoll on each
         # host against the fastest stock in the placement its run met.
-        function matched_table(   i, k, kk, j, p, list, runs, r, below, any) {
-            printf "\n# against the faster stock MPI in the same placement: ratio = median over the runs (passes) of pcoll on\n"
-            printf "# that host of (the least, over the hosts, of the median stock time of the runs whose handoff probes\n"
-            printf "# before and after the point were within %.1fx of this run) / pcoll; runs = runs matched of those made\n", PLACEMENT
-            printf "%-10s %9s", "coll", "bytes"
-            for (j = 1; j <= nm; j++) printf " %10s %5s", M[j] "_ratio", "runs"
-            printf "\n"
-            below = 0; any = 0
+        # Printed only where some run probed its points (not where ranks
+        # outnumber cores).
+        function matched_table(   i, k, kk, j, p, list, runs, r, below, any, rows) {
+            below = 0; any = 0; rows = sprintf("%-10s %9s", "coll", "bytes")
+            for (j = 1; j <= nm; j++) rows = rows sprintf(" %10s %5s", M[j] "_ratio", "runs")
             for (i = 1; i <= nk; i++) {
                 k = order[i]; split(k, kk, SUBSEP)
-                printf "%-10s %9s", kk[1], kk[2]
+                rows = rows sprintf("\n%-10s %9s", kk[1], kk[2])
                 for (j = 1; j <= nm; j++) {
                     list = ""; runs = 0
                     if (!((j, k) in wrong))
@@ -704,14 +701,17 @@ faster_stock() {
                             r = matched(j, p, k)
                             if (r != "") { list = list " " r; runs++ }
                         }
-                    if (list == "") { printf " %10s %5s", "-", "-"; continue }
+                    if (list == "") { rows = rows sprintf(" %10s %5s", "-", "-"); continue }
                     any = 1; r = median(list)
-                    printf " %10.2f %5s", r, runs
+                    rows = rows sprintf(" %10.2f %5s", r, runs)
                     if (r < 1) below++
                 }
-                printf "\n"
             }
-            if (any) printf "# against the faster stock MPI in the same placement: %d point(s) below 1.00\n", below
+            if (!any) return
+            printf "\n# against the faster stock MPI in the same placement: ratio = median over the runs (passes) of pcoll on\n"
+            printf "# that host of (the least, over the hosts, of the median stock time of the runs whose handoff probes\n"
+            printf "# before and after the point were within %.1fx of this run) / pcoll; runs = runs matched of those made\n", PLACEMENT
+            printf "%s\n# against the faster stock MPI in the same placement: %d point(s) below 1.00\n", rows, below
         }
         END {
             printf "\n# against the faster stock MPI: best_stock, from and the pcoll columns are medians over the passes;\n"
