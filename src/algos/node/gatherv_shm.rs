@@ -391,7 +391,7 @@ impl Gather<'_> {
 /// from its last block's buffer, spreads its steps through its chunk areas
 /// ([`Team::spread`]): hot, the root holds the lines of the places it read
 /// last (2 ranks, cores sharing a cache, between barriers on one buffer:
-/// 128 KiB 8.9 against 5.0-6.6 us; docs/measurements.md).
+/// 32 KiB 1.7-2.2 against 2.8-3.0 us; docs/measurements.md).
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
     let within = Duration::from_nanos(team.settings.back_to_back_ns);
     let hot = !g.send.is_empty() && g.send.as_ptr() as usize == team.state.memory.gatherv_sent;

@@ -55,7 +55,7 @@
 //! to back or between barriers, a short step's place otherwise comes
 //! back while its reader still holds the lines (2 ranks, 32 KiB
 //! Allreduce, cores sharing a cache: back to back 2.7-3.0 us against
-//! 4.7-4.9, between barriers 2.8-3.2 against 3.7-3.9;
+//! 4.7-4.9, between barriers 2.5-2.6 against 4.4-5.3;
 //! docs/measurements.md); cold synchronised calls, which lost a tenth
 //! spread, keep the places.
 //!
