@@ -447,6 +447,22 @@ impl Segment {
         unsafe { self.base.add(self.block(r) + at) }
     }
 
+    /// Rank `r`'s whole span of step `s`'s parity and its bytes (at least
+    /// a chunk area's): where a message larger than the area travels as a
+    /// ring ([`crate::shm::team::Team::put_ring_piece`]). A writer may
+    /// reuse all of it once its readers are done with the step before, as
+    /// [`Segment::spread_area`] does.
+    pub fn chunk_span(&self, r: usize, s: u64) -> *mut u8 {
+        // SAFETY: within the mapping (layout above): the span starts at
+        // the chunk areas, one span per parity.
+        unsafe { self.base.add(self.block(r) + self.at.chunk_areas + (place(s) % 2) * self.at.chunk) }
+    }
+
+    /// Bytes of a span ([`Segment::chunk_span`]).
+    pub fn chunk_span_bytes(&self) -> usize {
+        self.at.chunk
+    }
+
     /// Rank `r`'s chunk area for `len` bytes of step `s` in a call whose
     /// writer spreads its steps ([`crate::shm::team::Team::spread`]):
     /// the span of the step's parity, as [`Segment::chunk_area`], but the

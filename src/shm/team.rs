@@ -23,7 +23,7 @@
 //! - a writer may also count the pieces of a step's chunk area as they
 //!   land ([`Team::put_pieces`]), so that its reader copies one out while
 //!   it writes the next ([`Team::read_pieces`]); a message larger than the
-//!   area goes through it as a ring, each piece written over once its
+//!   area goes through the area's whole span as a ring, each piece written over once its
 //!   reader has counted it copied out ([`Team::put_ring_piece`],
 //!   [`Team::copy_ring`]).
 //!
@@ -205,8 +205,8 @@ pub const STREAM_OUT_FROM: usize = 512 << 10;
 /// in this many polls ([`Team::wait_slot_or`]).
 const OTHER_POLLS: u32 = 16;
 
-/// Pieces of a chunk area used as a ring ([`Team::put_ring_piece`]): a
-/// writer fills one while its reader empties the others.
+/// Ring pieces ([`Team::put_ring_piece`]) per chunk area's bytes: a
+/// writer fills one while its reader empties others.
 const RING_PIECES: usize = 4;
 
 /// Bytes of a ring piece ([`Team::put_ring_piece`]) where chunk areas hold
@@ -243,6 +243,14 @@ fn landed_of(word: u64, s: u64) -> u64 {
     } else {
         0
     }
+}
+
+/// A chunk span used as a ring ([`Team::put_ring_piece`]): its pieces
+/// ([`Team::ring_slots`]), writer and reader agreeing, and the count of
+/// those its reader has copied out.
+pub struct Ring<'a> {
+    pub slots: u64,
+    pub consumed: &'a AtomicU64,
 }
 
 /// One rank's view of its node for one call.
@@ -522,28 +530,38 @@ impl<M> Team<'_, M> {
         ring_piece(self.seg.geo.area())
     }
 
-    /// Pieces of this rank's chunk area used as a ring.
-    fn ring_slots(&self) -> u64 {
-        (self.seg.geo.area() / self.ring_piece()) as u64
+    /// Pieces a ring holds: those of the chunk area (4), or, `wide`, of
+    /// its step's whole span ([`crate::shm::segment::Segment::chunk_span`]:
+    /// 35 of 64 KiB by default). A writer whose ring is full writes
+    /// straight into its reader's buffer, a cross-memory copy a fifth as
+    /// fast. Where the reader's copies are fast (hot buffers), a ring of 4
+    /// filled whenever it placed its own bytes (2 ranks, hot 8 MiB Gatherv
+    /// blocks between barriers, cores sharing a cache: 0.85-0.95 ms
+    /// against 0.54-0.62 wide, Intel MPI's own 0.63-0.70); where they are
+    /// slow (cold), the writer's share straight in pays, and wide took
+    /// 5-10% longer (512 KiB-8 MiB blocks started together;
+    /// docs/measurements.md).
+    pub fn ring_slots(&self, wide: bool) -> u64 {
+        let bytes = if wide { self.seg.chunk_span_bytes() } else { self.seg.geo.area() };
+        (bytes / self.ring_piece()) as u64
     }
 
-    /// Whether piece `i` of a ring may be written: its reader has counted
-    /// in `consumed` ([`Team::copy_ring`]) the piece that was in its
-    /// place copied out.
-    pub fn ring_slot_free(&self, i: u64, consumed: &AtomicU64) -> bool {
+    /// Whether piece `i` of `ring` may be written: its reader has counted
+    /// ([`Team::copy_ring`]) the piece that was in its place copied out.
+    pub fn ring_slot_free(&self, i: u64, ring: &Ring<'_>) -> bool {
         // Acquire: pairs with copy_ring's release, so the reader's reads
         // of the piece this one overwrites came first.
-        i < self.ring_slots() || consumed.load(Acquire) > i - self.ring_slots()
+        i < ring.slots || ring.consumed.load(Acquire) > i - ring.slots
     }
 
-    /// Waits until piece `i` of a ring may be written
+    /// Waits until piece `i` of `ring` may be written
     /// ([`Team::ring_slot_free`]); a [`Mismatch`] where `reader` ends step
     /// `s` first (it ran another call).
-    pub fn wait_ring_slot(&self, s: u64, i: u64, reader: usize, consumed: &AtomicU64) -> Result<(), Mismatch> {
+    pub fn wait_ring_slot(&self, s: u64, i: u64, reader: usize, ring: &Ring<'_>) -> Result<(), Mismatch> {
         let done = &self.seg.control(reader).done;
         // Acquire on `done`: as in wait_done.
-        Backoff::until(|| self.ring_slot_free(i, consumed) || done.load(Acquire) >= s);
-        if self.ring_slot_free(i, consumed) {
+        Backoff::until(|| self.ring_slot_free(i, ring) || done.load(Acquire) >= s);
+        if self.ring_slot_free(i, ring) {
             Ok(())
         } else {
             Err(self.mismatch(reader, s))
@@ -552,17 +570,18 @@ impl<M> Team<'_, M> {
 
     /// Writes piece `i` (`src`, at most [`Team::ring_piece`] bytes) of a
     /// message larger than the chunk area ([`fits_ring`]) into this rank's
-    /// chunk area of step `s` used as a ring, once free
-    /// ([`Team::ring_slot_free`]), and counts it landed: the pieces go in
-    /// order, as [`Team::put_pieces`] counts them.
-    pub fn put_ring_piece(&self, s: u64, i: u64, src: &[u8], stream: bool) {
-        let at = (i % self.ring_slots()) as usize * self.ring_piece();
+    /// `ring` of step `s`, once free ([`Team::ring_slot_free`]), and counts
+    /// it landed: the pieces go in order, as [`Team::put_pieces`] counts
+    /// them.
+    pub fn put_ring_piece(&self, s: u64, i: u64, ring: &Ring<'_>, src: &[u8], stream: bool) {
+        debug_assert!(ring.slots == self.ring_slots(false) || ring.slots == self.ring_slots(true));
+        let at = (i % ring.slots) as usize * self.ring_piece();
         debug_assert!(src.len() <= self.ring_piece());
-        // SAFETY: within the area (`ring_slots` pieces fit it); after
+        // SAFETY: within the span (at most `ring_slots(true)` pieces fit it); after
         // `writable(s)` only this rank writes there, and the reader is
         // done with the piece that was there (the caller's
         // ring_slot_free).
-        let dst = unsafe { std::slice::from_raw_parts_mut(self.seg.chunk_area(self.rank, s).add(at), src.len()) };
+        let dst = unsafe { std::slice::from_raw_parts_mut(self.seg.chunk_span(self.rank, s).add(at), src.len()) };
         super::stream::copy_with(dst, src, stream);
         // Release: the piece's bytes before its count, for the reader's
         // acquire.
@@ -597,32 +616,35 @@ impl<M> Team<'_, M> {
         (self.ring_landed(r, s), past)
     }
 
-    /// Copies rank `r`'s ring pieces `pieces` of step `s`, landed
+    /// Copies rank `r`'s `ring` pieces `pieces` of step `s`, landed
     /// ([`Team::ring_landed`]), to their places in `into` (the whole
-    /// message), counting each in `consumed` once copied, so that the
-    /// writer may write over it.
+    /// message), counting each consumed once copied, so that the writer
+    /// may write over it.
     pub fn copy_ring(
         &self,
         r: usize,
         s: u64,
         into: &mut [u8],
         pieces: std::ops::Range<u64>,
-        consumed: &AtomicU64,
+        ring: &Ring<'_>,
         stream: bool,
     ) {
-        let (piece, area) = (self.ring_piece(), self.seg.chunk_area(r, s));
+        let (piece, span) = (self.ring_piece(), self.seg.chunk_span(r, s));
+        // The span holds `ring_slots(true)` pieces: a slot count beyond
+        // would read past it.
+        let slots = ring.slots.clamp(1, self.ring_slots(true));
         for i in pieces {
             let at = i as usize * piece;
             let end = (at + piece).min(into.len());
-            let from = (i % self.ring_slots()) as usize * piece;
-            // SAFETY: within the area; the piece landed (acquired in
+            let from = (i % slots) as usize * piece;
+            // SAFETY: within the span; the piece landed (acquired in
             // ring_landed or wait_ring), and the writer leaves it alone
             // until counted in `consumed` below.
-            let src = unsafe { std::slice::from_raw_parts(area.add(from), end - at) };
+            let src = unsafe { std::slice::from_raw_parts(span.add(from), end - at) };
             super::stream::copy_out(&mut into[at..end], src, stream, self.settings.ahead);
             // Release: this rank's reads of the piece before the writer's
             // overwrite, which acquires.
-            consumed.store(i + 1, Release);
+            ring.consumed.store(i + 1, Release);
         }
     }
 

@@ -39,7 +39,8 @@
 //!   ([`crate::adapt::stores::ReaderChoice`]).
 //!   A block larger than a chunk area whose root wants it through the
 //!   area ([`Route`]) goes through its owner's area used as a ring of
-//!   pieces ([`Team::put_ring_piece`]) from the front, the root copying
+//!   pieces (a hot block: the area's whole span; [`Team::ring_slots`])
+//!   ([`Team::put_ring_piece`]) from the front, the root copying
 //!   each out as it lands and placing parts of its own block while none
 //!   has; while the ring is full, its owner writes pieces from the back
 //!   straight into the root's buffer ([`write_ring`]).
@@ -58,9 +59,9 @@
 //! from its area, then rank 2's last third, reads rank 2's last pieces
 //! until the two meet, and waits for rank 2, which waits for the root to
 //! finish. The same, rank 2's block through its ring: rank 2 publishes
-//! and fills its ring's four pieces; the root copies the first out, then
+//! and fills its ring's pieces; the root copies the first out, then
 //! (none landed) 32 KiB of its own block; rank 2, its ring full, writes
-//! its last piece into the root's buffer, then the ring's fifth; and so
+//! its last piece into the root's buffer, then the ring's next; and so
 //! on until rank 2 publishes its second step.
 //!
 //! Limitations: one node; the direct way needs the layout to fit a chunk
@@ -91,7 +92,7 @@ use crate::adapt::stores::{self, ReaderChoice, GATHERV_HOT_ROUTES, GATHERV_ROUTE
 use crate::core::call::GatherLayout;
 use crate::exec::Combiner;
 use crate::shm::segment::Geometry;
-use crate::shm::team::{fits_ring, in_lines, Expect, Mismatch, Spread, Via};
+use crate::shm::team::{fits_ring, in_lines, Expect, Mismatch, Ring, Spread, Via};
 use crate::shm::PeerMemory;
 
 /// The largest block that goes through its owner's area in the auto
@@ -568,7 +569,8 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     if let Some(arrivals) = arrivals.as_mut() {
                         arrivals.saw(team, r, s);
                     }
-                    read_ring(team, g, r, off..off + len, [s, t], &mut placed);
+                    let ring = Ring { slots: team.ring_slots(hot), consumed: team.shared_word(r, s, CLAIMS) };
+                    read_ring(team, g, r, off..off + len, [s, t], &ring, &mut placed);
                     continue;
                 }
                 // The root's own block first: it then helps with the rest.
@@ -649,7 +651,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         }
         let to = team.word(g.root, s, BUFFER) as usize + off;
         team.writable(s);
-        // The whole block through this rank's area as a ring, where its
+        // The whole block through this rank's span as a ring, where its
         // root wants its route through the area and the block is larger.
         let ring = route == Some(Route::Area) && routes_timed(team, mode) && fits_ring(geo.area(), len);
         team.set_word(s, RING, u64::from(ring));
@@ -661,7 +663,9 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             team.set_word(s, TAIL, 0);
             team.publish(s);
             let stream = stores::wanted_streams(team, g.root, len, team.ring_piece());
-            write_ring(team, peers, g, to, s, stream)?;
+            // Hot, the whole span (see Team::ring_slots).
+            let ring = Ring { slots: team.ring_slots(hot), consumed: claims };
+            write_ring(team, peers, g, to, s, &ring, stream)?;
             return finish_call(team, t, false, mismatch);
         }
         // The block's end into this rank's area; then offer the pieces of
@@ -744,20 +748,20 @@ fn write_ring(
     g: &Gather<'_>,
     to: usize,
     s: u64,
+    ring: &Ring<'_>,
     stream: bool,
 ) -> Result<(), Mismatch> {
-    let consumed = team.shared_word(team.rank, s, CLAIMS);
     let (piece, len) = (team.ring_piece(), g.send.len());
     let (mut front, mut back) = (0, team.ring_pieces(len));
     while front < back {
-        if !team.ring_slot_free(front, consumed) && front + 1 < back {
+        if !team.ring_slot_free(front, ring) && front + 1 < back {
             back -= 1;
             let at = piece_bytes(back, piece, len);
             peers.write(g.root, to + at.start, &g.send[at]);
             continue;
         }
-        team.wait_ring_slot(s, front, g.root, consumed)?;
-        team.put_ring_piece(s, front, &g.send[piece_bytes(front, piece, len)], stream);
+        team.wait_ring_slot(s, front, g.root, ring)?;
+        team.put_ring_piece(s, front, ring, &g.send[piece_bytes(front, piece, len)], stream);
         front += 1;
     }
     Ok(())
@@ -774,9 +778,9 @@ fn read_ring(
     r: usize,
     block: std::ops::Range<usize>,
     [s, t]: [u64; 2],
+    ring: &Ring<'_>,
     placed: &mut usize,
 ) {
-    let consumed = team.shared_word(r, s, CLAIMS);
     let (total, mut copied) = (team.ring_pieces(block.len()), 0);
     let stream = g.streams_out(team, block.len());
     loop {
@@ -792,7 +796,7 @@ fn read_ring(
             landed = now;
         }
         let landed = landed.min(total);
-        team.copy_ring(r, s, &mut g.recv[block.clone()], copied..landed, consumed, stream);
+        team.copy_ring(r, s, &mut g.recv[block.clone()], copied..landed, ring, stream);
         copied = landed;
     }
 }

@@ -980,7 +980,8 @@ fn gathers_of_blocks_sent_either_way_are_exact() {
 /// writes pieces from the back straight into the root's buffer. Small and
 /// empty blocks beside them, roots that rotate, in place or not, owners
 /// that send from one buffer or fresh ones, ranks that drift apart: every
-/// block in place, and both ways of a ring block's pieces taken.
+/// block in place, both ways of a ring block's pieces taken, and rings of
+/// hot blocks (through the area's whole span) and of cold ones.
 #[test]
 fn gathers_through_the_owners_rings_are_exact() {
     use super::gatherv_shm::{self as gatherv, Gather};
@@ -989,11 +990,15 @@ fn gathers_through_the_owners_rings_are_exact() {
     // Calls whose ring blocks went through the ring only, and through the
     // ring and straight into the root's buffer.
     let (ring_only, ring_and_direct) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    // Calls whose ring blocks were sent from their owner's last buffer
+    // (hot), and the others.
+    let (hot_rings, cold_rings) = (AtomicUsize::new(0), AtomicUsize::new(0));
     for p in [2, 3, 5] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(p as u64 * 53 + rank as u64);
             let mut plan = Rng(p as u64 + 1700);
             let mut kept = vec![0u8; 40 * area];
+            let mut last_sent = 0;
             for call in 0..120 {
                 let root = call % p;
                 let in_place = plan.below(4) == 0;
@@ -1006,6 +1011,8 @@ fn gathers_through_the_owners_rings_are_exact() {
                 let mut fresh = vec![0u8; len];
                 let send = if rng.below(2) == 0 { &mut kept[..len] } else { &mut fresh[..] };
                 send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
+                let hot =
+                    rank != root && std::mem::replace(&mut last_sent, send.as_ptr() as usize) == send.as_ptr() as usize;
                 let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
                 if rank == root && in_place {
                     recv[layout.blocks[root].0..][..len].copy_from_slice(send);
@@ -1026,6 +1033,7 @@ fn gathers_through_the_owners_rings_are_exact() {
                 if rank != root && len > area && count(team) != pieces_before {
                     let tally = if written() == written_before { &ring_only } else { &ring_and_direct };
                     tally.fetch_add(1, Ordering::Relaxed);
+                    (if hot { &hot_rings } else { &cold_rings }).fetch_add(1, Ordering::Relaxed);
                 }
                 if rank == root {
                     let want: Vec<u8> = (0..p).flat_map(|r| (0..lens[r]).map(move |i| byte(r, i))).collect();
@@ -1034,8 +1042,11 @@ fn gathers_through_the_owners_rings_are_exact() {
             }
         });
     }
-    let tallies = [ring_only.into_inner(), ring_and_direct.into_inner()];
-    assert!(tallies.iter().all(|&calls| calls > 0), "calls through the ring only, and partly direct: {tallies:?}");
+    let tallies = [ring_only, ring_and_direct, hot_rings, cold_rings].map(AtomicUsize::into_inner);
+    assert!(
+        tallies.iter().all(|&calls| calls > 0),
+        "calls through the ring only, partly direct, hot, cold: {tallies:?}"
+    );
 }
 
 /// `shm_queue_zcopy`: a root that broadcasts from its last call's buffer
