@@ -207,8 +207,9 @@ pub struct Control {
     pub heads: [AtomicU64; 2],
     /// The call each of `heads` was written in, whole: a head carries only
     /// the low bits of its call's number, which repeat every 2^20 calls;
-    /// in its top two bits how the writer spread its steps in that call
-    /// ([`super::team::Spread`]).
+    /// with it how the writer spread its steps in that call and where its
+    /// last spread step of the parity went ([`super::team::Spread`],
+    /// [`Segment::spread_area`]).
     pub head_calls: [AtomicU64; 2],
     /// The pieces of the chunk area of each parity written so far, with
     /// their step ([`super::team::Team::put_pieces`]), in `ready`'s line:
@@ -468,17 +469,20 @@ impl Segment {
     /// the span of the step's parity, as [`Segment::chunk_area`], but the
     /// place moved on by the step's own length (whole pages) at each use,
     /// through the bytes of the chunk areas' places or, `wide`, through
-    /// the whole span ([`Geometry::spread`]). Back to back on hot buffers
+    /// the whole span ([`Geometry::spread`]): its writer's `turn`-th
+    /// spread step of the parity ([`crate::shm::team::TeamState`]
+    /// `spread_turns`), so that each lands where its reader read least
+    /// lately. Back to back on hot buffers
     /// a short step's place otherwise comes back while its reader still
     /// holds the lines, and each store waits for one (2 ranks, Allreduce,
     /// µs per call, 8 places against 32: 16 KiB 2.7 / 1.5, 32 KiB 4.8 /
     /// 2.1-2.5; 128 KiB 13.7-15.0 moved by a chunk, 10.2 by 128 KiB;
     /// docs/measurements.md).
-    pub fn spread_area(&self, r: usize, s: u64, len: usize, wide: bool) -> *mut u8 {
+    pub fn spread_area(&self, r: usize, s: u64, len: usize, wide: bool, turn: u64) -> *mut u8 {
         let span = if wide { self.at.chunk } else { self.at.rotating };
         let step = len.max(1).next_multiple_of(PAGE);
         let places = ((span.saturating_sub(step)) / step + 1).max(1);
-        let (parity, turn) = (place(s) % 2, (place(s) / 2) % places);
+        let (parity, turn) = (place(s) % 2, (turn % places as u64) as usize);
         let at = self.at.chunk_areas + parity * self.at.chunk + turn * step;
         debug_assert!(len <= self.geo.area() && turn * step + len <= span && span <= self.at.chunk);
         // SAFETY: within the mapping (layout above): turn * step + len <=
@@ -605,13 +609,15 @@ mod tests {
             for (wide, bytes) in [(false, rotating), (true, geo.chunk_bytes())] {
                 for len in [1, 100, chunk, geo.area()] {
                     let step = len.next_multiple_of(PAGE);
-                    let spread = |s: u64| offset(seg.spread_area(0, s, len, wide));
                     let places = (bytes - step) / step + 1;
-                    for s in 0..4 * places as u64 {
-                        let (at, span_start) = (spread(s), offset(seg.chunk_area(0, s % 2)));
-                        assert_eq!(at % PAGE, 0);
-                        assert!(at >= span_start && at + len <= span_start + bytes);
-                        assert_eq!(at - span_start, (s as usize / 2 % places) * step);
+                    for s in [1, 2, 5 << CALL_SHIFT | 3] {
+                        for turn in 0..4 * places as u64 {
+                            let at = offset(seg.spread_area(0, s, len, wide, turn));
+                            let span_start = offset(seg.chunk_area(0, place(s) as u64 % 2));
+                            assert_eq!(at % PAGE, 0);
+                            assert!(at >= span_start && at + len <= span_start + bytes);
+                            assert_eq!(at - span_start, (turn as usize % places) * step);
+                        }
                     }
                 }
             }

@@ -52,6 +52,7 @@
 //!
 //! Waiting spins, then yields, then naps ([`Backoff`]).
 
+use std::cell::Cell;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
@@ -80,6 +81,15 @@ pub struct TeamState<M = ()> {
     /// (the slots as many as the segment's ring has, from the first).
     pub slot_written: Vec<u64>,
     pub area_written: [u64; 2],
+    /// Per parity, this rank's last spread step and its turn
+    /// ([`crate::shm::segment::Segment::spread_area`]): each spread step
+    /// of a parity takes the next turn, whatever its call. By the step's
+    /// number, a call of two steps wrote its first where its reader had
+    /// just read the last one before, into the lines that reader held (2
+    /// ranks, hot 512 KiB Allreduce between barriers, cores sharing a
+    /// cache: 57-62 us in two 256 KiB steps, 33.6 in one;
+    /// docs/measurements.md).
+    pub spread_turns: [Cell<(u64, u64)>; 2],
     /// The algorithms' memory.
     pub memory: M,
 }
@@ -290,10 +300,15 @@ pub enum Spread {
     Wide,
 }
 
-/// The bits of a head's call word ([`crate::shm::segment::Control`]
-/// `head_calls`) that say how the writer spread its steps in that call
-/// ([`Team::spread`]); calls never count that far.
-const SPREAD_BITS: u64 = 3 << 62;
+/// A head's call word ([`crate::shm::segment::Control`] `head_calls`):
+/// the call's number, whole up to 2^40 calls (beyond, a head left from
+/// 2^40 calls before would pass for this call's); the turn of the
+/// writer's last spread step of the parity ([`TeamState::spread_turns`],
+/// modulo 2^22); and in the top two bits how the writer spread its steps
+/// in that call ([`Team::spread`]).
+const CALL_BITS: u64 = (1 << 40) - 1;
+const TURN_SHIFT: u32 = 40;
+const TURN_BITS: u64 = (1 << 22) - 1;
 
 impl Spread {
     fn bits(self) -> u64 {
@@ -310,6 +325,19 @@ impl Spread {
 }
 
 impl<M> Team<'_, M> {
+    /// The turn of this rank's spread step `s` ([`TeamState::spread_turns`]):
+    /// the next of its parity at the step's first place asked for, which
+    /// comes before its head is shown ([`Team::show_head`] publishes it).
+    fn spread_turn(&self, s: u64) -> u64 {
+        let last = &self.state.spread_turns[place(s) % 2];
+        let (step, turn) = last.get();
+        if step == s {
+            return turn & TURN_BITS;
+        }
+        last.set((s, turn + 1));
+        (turn + 1) & TURN_BITS
+    }
+
     /// Starts the node's next call, of `bytes` on this rank with the
     /// registry's algorithm `algorithm`: its steps count from the call's
     /// number, unspread until the algorithm says otherwise.
@@ -362,17 +390,18 @@ impl<M> Team<'_, M> {
             self.seg.ring_data(r, s)
         } else {
             assert!(len <= self.seg.geo.area(), "{len} bytes do not fit a chunk area");
-            let spread = if r == self.rank {
-                self.spread
+            let (spread, turn) = if r == self.rank {
+                (self.spread, if self.spread == Spread::Off { 0 } else { self.spread_turn(s) })
             } else {
                 // Relaxed: ordered by the acquire of the data's `ready` or
                 // pieces, which follow the head's store.
-                Spread::of_bits(self.seg.control(r).head_calls[place(s) % 2].load(Relaxed))
+                let word = self.seg.control(r).head_calls[place(s) % 2].load(Relaxed);
+                (Spread::of_bits(word), word >> TURN_SHIFT & TURN_BITS)
             };
             match spread {
                 Spread::Off => self.seg.chunk_area(r, s),
-                Spread::Places => self.seg.spread_area(r, s, len, false),
-                Spread::Wide => self.seg.spread_area(r, s, len, true),
+                Spread::Places => self.seg.spread_area(r, s, len, false, turn),
+                Spread::Wide => self.seg.spread_area(r, s, len, true, turn),
             }
         }
     }
@@ -446,9 +475,11 @@ impl<M> Team<'_, M> {
     /// piece); the caller publishes `s` as after [`Team::put`].
     pub fn put_pieces(&mut self, s: u64, src: &[u8], piece: usize, stream: bool) {
         self.writable(s);
+        // The place first: a spread step takes its turn there, which the
+        // head carries.
+        let area = self.data(self.rank, s, src.len());
         self.show_head(s);
         let count = &self.seg.control(self.rank).pieces[place(s) % 2];
-        let area = self.data(self.rank, s, src.len());
         for (i, src) in src.chunks(piece).enumerate() {
             // SAFETY: within the area (`src` fits it); after `writable(s)`
             // only this rank writes there, and readers read only the
@@ -762,7 +793,7 @@ impl<M> Team<'_, M> {
         let control = self.seg.control(r);
         // Acquire: pairs with show_head's release, so the head is the one
         // written for that call.
-        let of_call = control.head_calls[parity].load(Acquire) & !SPREAD_BITS == self.state.call;
+        let of_call = control.head_calls[parity].load(Acquire) & CALL_BITS == self.state.call & CALL_BITS;
         // Relaxed: ordered by the acquire above.
         of_call.then(|| Head(control.heads[parity].load(Relaxed)))
     }
@@ -918,7 +949,9 @@ impl<M> Team<'_, M> {
         // Relaxed: ordered by the release below (and that of the publish).
         control.heads[parity].store(self.state.head.0, Relaxed);
         // Release: the head before its call, for parity_head's acquire.
-        control.head_calls[parity].store(self.state.call | self.spread.bits(), Release);
+        let turn = self.state.spread_turns[parity].get().1 & TURN_BITS;
+        let word = self.state.call & CALL_BITS | turn << TURN_SHIFT | self.spread.bits();
+        control.head_calls[parity].store(word, Release);
     }
 
     /// Waits until every rank is done with step `need` (inline where this

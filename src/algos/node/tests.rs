@@ -1225,6 +1225,50 @@ fn reductions_in_flat_runs_skip_the_vote() {
     }
 }
 
+/// A writer's spread steps take the turns of their parity one after the
+/// other, across calls of one, two or three steps: no step lands where
+/// the step of its parity before it did (the lines its reader read last),
+/// and the reader finds every step where its writer put it.
+#[test]
+fn spread_steps_take_their_paritys_turns_in_order() {
+    // Past the ring's bytes and within a chunk area: a place a page apart.
+    let len = TEST_GEO.area() - 8;
+    assert!(len > TEST_GEO.ring_bytes);
+    on_threads(2, TEST_GEO, |rank, team| {
+        let page = 4096;
+        let mut last: [Option<usize>; 2] = [None, None];
+        for call in 0..60usize {
+            team.begin(0, len);
+            team.spread = Spread::Wide;
+            for i in 0..1 + call % 3 {
+                let s = team.next_step();
+                let byte = (call * 7 + i) as u8;
+                if rank == 0 {
+                    team.writable(s);
+                    team.my_area_bytes(s, len).fill(byte);
+                    team.publish(s);
+                    team.finish(s);
+                    continue;
+                }
+                team.wait_ready(0, s);
+                let data = team.area_bytes(0, s, len);
+                assert!(data.iter().all(|&b| b == byte), "call {call} step {i}");
+                let span = team.seg.chunk_span(0, s) as usize;
+                let places = team.seg.chunk_span_bytes().div_euclid(page) - (len.div_ceil(page) - 1);
+                let turn = (data.as_ptr() as usize - span) / page;
+                let parity = crate::shm::segment::place(s) % 2;
+                if let Some(before) = last[parity] {
+                    assert_eq!(turn, (before + 1) % places, "call {call} step {i}: the turn after the last");
+                }
+                last[parity] = Some(turn);
+                team.finish(s);
+            }
+            team.end();
+        }
+        assert!(rank == 0 || last.iter().all(Option::is_some));
+    });
+}
+
 /// `shm_flat_zcopy`'s runs back to back or on hot buffers spread their
 /// flat steps through the chunk areas' spans: a run spreads where every
 /// rank's calls came back to back (each rank's window for that: any gap,
