@@ -448,9 +448,9 @@ impl Segment {
         unsafe { self.base.add(self.block(r) + at) }
     }
 
-    /// Rank `r`'s whole span of step `s`'s parity and its bytes (at least
-    /// a chunk area's): where a message larger than the area travels as a
-    /// ring ([`crate::shm::team::Team::put_ring_piece`]). A writer may
+    /// Rank `r`'s whole span of step `s`'s parity ([`Segment::chunk_span_bytes`],
+    /// at least a chunk area's): where a message larger than the area
+    /// travels as a ring ([`crate::shm::team::Team::put_ring_piece`]). A writer may
     /// reuse all of it once its readers are done with the step before, as
     /// [`Segment::spread_area`] does.
     pub fn chunk_span(&self, r: usize, s: u64) -> *mut u8 {

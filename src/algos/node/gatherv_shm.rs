@@ -39,8 +39,8 @@
 //!   ([`crate::adapt::stores::ReaderChoice`]).
 //!   A block larger than a chunk area whose root wants it through the
 //!   area ([`Route`]) goes through its owner's area used as a ring of
-//!   pieces (a hot block: the area's whole span; [`Team::ring_slots`])
-//!   ([`Team::put_ring_piece`]) from the front, the root copying
+//!   pieces ([`Team::put_ring_piece`]; a hot block's ring takes the area's
+//!   whole span: [`ring_of`]) from the front, the root copying
 //!   each out as it lands and placing parts of its own block while none
 //!   has; while the ring is full, its owner writes pieces from the back
 //!   straight into the root's buffer ([`write_ring`]).
@@ -569,8 +569,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     if let Some(arrivals) = arrivals.as_mut() {
                         arrivals.saw(team, r, s);
                     }
-                    let ring = Ring { slots: team.ring_slots(hot), consumed: team.shared_word(r, s, CLAIMS) };
-                    read_ring(team, g, r, off..off + len, [s, t], &ring, &mut placed);
+                    read_ring(team, g, r, off..off + len, [s, t], &ring_of(team, r, s, hot), &mut placed);
                     continue;
                 }
                 // The root's own block first: it then helps with the rest.
@@ -663,9 +662,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             team.set_word(s, TAIL, 0);
             team.publish(s);
             let stream = stores::wanted_streams(team, g.root, len, team.ring_piece());
-            // Hot, the whole span (see Team::ring_slots).
-            let ring = Ring { slots: team.ring_slots(hot), consumed: claims };
-            write_ring(team, peers, g, to, s, &ring, stream)?;
+            write_ring(team, peers, g, to, s, &ring_of(team, me, s, hot), stream)?;
             return finish_call(team, t, false, mismatch);
         }
         // The block's end into this rank's area; then offer the pieces of
@@ -732,6 +729,13 @@ fn finish_call(team: &mut Team<'_>, t: u64, root_reads: bool, mismatch: Option<M
         team.wait_done(t);
     }
     mismatch.map_or(Ok(()), Err)
+}
+
+/// Rank `r`'s ring of step `s`, as its owner and its root both see it
+/// from the owner's word: a hot block's takes the chunk area's whole span
+/// ([`Team::ring_slots`]), a cold block's the area.
+fn ring_of<'t>(team: &'t Team<'_>, r: usize, s: u64, hot: bool) -> Ring<'t> {
+    Ring { slots: team.ring_slots(hot), consumed: team.shared_word(r, s, CLAIMS) }
 }
 
 /// An owner's block through its ring ([`Team::put_ring_piece`]) of step
