@@ -313,7 +313,7 @@ fn run_on_node<'a, H: Host>(
         _ => desc.bytes,
     };
     team.begin(call.algo.index(), bytes);
-    let queue_op = team.state.memory.queue_op;
+    let queue_ops = team.state.memory.queue_ops;
     let node_call = |bufs: Buffers<'a>, host: Option<&'a mut dyn HostWay>| match desc.coll {
         Coll::Allreduce => NodeCall::Reduce { bufs, unit: desc.unit, root: None, host },
         Coll::Reduce => NodeCall::Reduce { bufs, unit: desc.unit, root: Some(root), host },
@@ -332,7 +332,7 @@ fn run_on_node<'a, H: Host>(
             let node_bcast = NodeCall::Bcast { data: &mut *bufs.recv, root, host };
             match run(&mut team, node_bcast, combiner) {
                 Err(m) if m.peer == root && team.rank != root => {
-                    team.state.memory.queue_op = queue_op;
+                    team.state.memory.queue_ops = queue_ops;
                     follow(&mut team, m, root, bufs.recv, combiner)
                 }
                 result => result,

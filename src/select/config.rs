@@ -15,7 +15,7 @@ use crate::algos::node::Sizes;
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
 use crate::shm::prefetch::Ahead;
-use crate::shm::segment::{Geometry, LEAST_QUEUE_SLOTS, QUEUE_SLOTS, SLOTS_PER_SET};
+use crate::shm::segment::{Geometry, COLD_QUEUE_SLOTS, LEAST_QUEUE_SLOTS, QUEUE_SLOTS, SLOTS_PER_SET};
 use crate::shm::team::NodeSettings;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -227,6 +227,7 @@ impl ShmConfig {
             slots,
             slot_bytes: self.slot_bytes(),
             sets: self.sets.unwrap_or(slots / SLOTS_PER_SET).clamp(1, slots),
+            cold_slots: COLD_QUEUE_SLOTS.min(slots),
             ring: self.ring,
             ring_bytes: self.ring_bytes,
             rotations: 1,
@@ -1100,7 +1101,12 @@ mod tests {
         let spread = |shm_bytes, ranks| in_shm(shm_bytes, ranks).spread;
         assert_eq!([spread(24 << 30, 2), spread(24 << 30, 64), shm.geometry(64, None).spread], [SPREAD; 3]);
         assert_eq!([spread(64 << 20, 2), spread(64 << 20, 4), spread(64 << 20, 8)], [8, 4, 1], "the chunk areas'");
-        assert_eq!(in_shm(64 << 20, 2).slots, in_shm(24 << 30, 2).slots, "the queue first");
+        // The queue first: the most slots whose block fits, before any
+        // spread place (the default's 4 MiB does not fit 16 MiB four times).
+        let in_64m = in_shm(64 << 20, 2);
+        assert_eq!(in_64m.slots, COLD_QUEUE_SLOTS, "the queue first");
+        let doubled = Geometry { slots: 2 * in_64m.slots, sets: 2 * in_64m.sets, spread: in_64m.rotations, ..in_64m };
+        assert!(!fits_budget(&doubled, Some(default_budget(64 << 20, 2))), "the most slots that fit");
         for (shm_bytes, ranks) in [(64 << 20, 2), (256 << 20, 2), (256 << 20, 3), (1 << 30, 16)] {
             let geo = in_shm(shm_bytes, ranks);
             assert!(geo.spread >= geo.rotations && geo.spread.is_power_of_two(), "{shm_bytes} {ranks}");
@@ -1122,7 +1128,7 @@ mod tests {
         let in_64m = |ranks: usize| shm.geometry(ranks, Some(default_budget(64 << 20, ranks)));
         let slots_and_sets = |geo: Geometry| (geo.slots, geo.sets);
         assert_eq!(slots_and_sets(shm.geometry(64, None)), (QUEUE_SLOTS, QUEUE_SLOTS / SLOTS_PER_SET), "no budget");
-        assert_eq!(slots_and_sets(shm.geometry(2, Some(default_budget(24 << 30, 2)))), (512, 128), "24 GiB");
+        assert_eq!(slots_and_sets(shm.geometry(2, Some(default_budget(24 << 30, 2)))), (1024, 256), "24 GiB");
         assert_eq!([in_64m(2).slots, in_64m(3).slots, in_64m(8).slots], [512, 256, 256], "a 64 MiB /dev/shm");
         assert_eq!(in_64m(2).rotations, 8, "the chunk areas' places come first");
         for ranks in [2, 3, 4] {

@@ -446,15 +446,17 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "PCOLL_SHM_SLOTS",
         accepts: Accepts::Number { min: 1, max: 4096, zero: None },
-        show: |c| c.shm.slots.map_or("512, fewer where the budget is small".into(), |n| n.to_string()),
+        show: |c| c.shm.slots.map_or("1024, fewer where the budget is small".into(), |n| n.to_string()),
         set: |c, v| {
             c.shm.slots = Some(v.number());
             Ok(())
         },
-        doc: "`shm_queue`: slots per rank in the broadcast queue. By default 512 (2 MiB of 4 KiB slots), so \
+        doc: "`shm_queue`: slots per rank in the broadcast queue. By default 1024 (4 MiB of 4 KiB slots), so \
               that a set comes back to a reader only after its lines have left the reader's L2 (a root's stores \
-              into lines a reader still holds wait for each), halved to 256 until a rank's block fits a \
-              quarter of the budget (`PCOLL_SHM_BUDGET`) ([The queue's size](node-layer.md#the-queues-size))",
+              into lines a reader still holds wait for each), halved down to 256 until a rank's block fits a \
+              quarter of the budget (`PCOLL_SHM_BUDGET`). The `shm` Bcast's messages from the root's last buffer \
+              cycle through all of them, others through the first 512 (on cold buffers a larger queue's lines \
+              come back from memory) ([The queue's size](node-layer.md#the-queues-size))",
     },
     Setting {
         name: "PCOLL_SHM_FRAGMENT",

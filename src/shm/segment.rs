@@ -48,6 +48,10 @@ pub struct Geometry {
     pub slot_bytes: usize,
     /// Sets the queue is split into (the seed's q).
     pub sets: usize,
+    /// The queue's first slots, through which messages new to their
+    /// root cycle; messages from the root's last buffer cycle through all
+    /// ([`Geometry::queue_sets`]).
+    pub cold_slots: usize,
     /// Small messages: slots per rank (the ring's length, `d`, a power of
     /// two, at least 2: like the two chunk areas, so that an algorithm may
     /// write a step while its peers still read the one before), and the
@@ -87,6 +91,7 @@ impl Geometry {
         slots: QUEUE_SLOTS,
         slot_bytes: 4 << 10,
         sets: QUEUE_SLOTS / SLOTS_PER_SET,
+        cold_slots: COLD_QUEUE_SLOTS,
         ring: RING,
         ring_bytes: RING_BYTES,
         rotations: ROTATIONS,
@@ -128,20 +133,26 @@ pub const INLINE: usize = 48;
 pub const LINES: usize = 3;
 
 /// Default slots of a rank's Bcast queue (PCOLL_SHM_SLOTS), where the
-/// budget allows ([`crate::select::config::ShmConfig::geometry`]): 2 MiB,
+/// budget allows ([`crate::select::config::ShmConfig::geometry`]): 4 MiB,
 /// so that a set comes back to a reader only when its lines have left the
-/// reader's L2, and not so much that cold calls find them gone from L3
-/// too. A root's copy-in to lines a reader still holds waits for each: a
-/// ring written 32 KiB at a time and read by another core took 3.5 us a
-/// write at up to 512 KiB, 2.64 at 1 MiB, 1.01 at 2 MiB, 0.85 at 4 MiB
-/// (an EPYC VM, 1 MiB of L2 per core). The queue's Bcast at 2 ranks
-/// through 1 / 2 / 4 MiB: back to back on hot buffers 128 KiB 12.2 / 7.5
-/// / 6.1 us, 512 KiB 39 / 25 / 23; on rotating cold buffers 32 KiB 4.8 /
-/// 4.2 / 4.9, 512 KiB 54 / 48 / 56 (docs/measurements.md).
-pub const QUEUE_SLOTS: usize = 512;
+/// reader's L2, for messages from the root's last buffer; the others
+/// cycle through the first [`COLD_QUEUE_SLOTS`]. A root's copy-in to
+/// lines a reader still holds waits for each: a ring written 32 KiB at a
+/// time and read by another core took 3.5 us a write at up to 512 KiB,
+/// 2.64 at 1 MiB, 1.01 at 2 MiB, 0.85 at 4 MiB (an EPYC VM, 1 MiB of L2
+/// per core). The queue's Bcast at 2 ranks back to back on hot buffers
+/// through 2 / 4 MiB: 128 KiB 7.6-7.7 / 5.4 us, 512 KiB 22-24 / 20-21
+/// (docs/measurements.md).
+pub const QUEUE_SLOTS: usize = 1024;
+
+/// Slots of the queue that messages new to their root cycle through
+/// (2 MiB): on rotating cold buffers, 4 MiB lost what 2 MiB gains, its
+/// lines having likely left L3 as well by the time they come back (2
+/// ranks, 32 KiB 4.2 against 4.9 us, 512 KiB 48 against 56).
+pub const COLD_QUEUE_SLOTS: usize = 512;
 
 /// The fewest slots the queue gets by default where the budget is small
-/// (1 MiB, the queue's size before [`QUEUE_SLOTS`]).
+/// (1 MiB).
 pub const LEAST_QUEUE_SLOTS: usize = 256;
 
 /// Slots per set of the queue by default (PCOLL_SHM_SETS): a set of 16
@@ -255,6 +266,17 @@ pub struct Flag {
 }
 
 impl Geometry {
+    /// The sets a queue Bcast cycles through: all of them (`wide`, a
+    /// message from the root's last buffer), or those of the first
+    /// `cold_slots` slots; at least one.
+    pub fn queue_sets(&self, wide: bool) -> usize {
+        let sets = self.sets.clamp(1, self.slots);
+        if wide {
+            return sets;
+        }
+        (self.cold_slots.min(self.slots) / (self.slots / sets)).max(1)
+    }
+
     pub fn header_bytes(&self) -> usize {
         round_up(self.sets * std::mem::size_of::<SetControl>(), PAGE)
     }
@@ -546,6 +568,7 @@ mod tests {
                 slots,
                 slot_bytes,
                 sets,
+                cold_slots: slots,
                 ring,
                 ring_bytes,
                 rotations,

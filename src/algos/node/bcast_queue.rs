@@ -11,9 +11,10 @@
 //! queue, with the paper's ratio `t_w / t = 50` bytes, rounded up to a
 //! page, at most a slot (4 KiB by default: the model's own page for
 //! messages up to 335 KiB; see [`crate::shm::segment::QUEUE_SLOTS`]
-//! for why the queue is larger than a reader's L2). The root copies in
-//! with the stores its readers' timings favour ([`BcastStores`]) and tags
-//! every notification with them.
+//! for why the queue is larger than a reader's L2; the `shm` Bcast's
+//! messages new to their root cycle through its first 2 MiB only). The
+//! root copies in with the stores its readers' timings favour
+//! ([`BcastStores`]) and tags every notification with them.
 //!
 //! Trace, p = 3 flat, 3 fragments, s = 4, q = 2: the root takes set
 //! 0 (slots 0, 1), copies a, notifies 1 and 2 (`controls[0] = |a|`), copies
@@ -33,7 +34,7 @@
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 
-use super::{NodeCall, Team};
+use super::{NodeCall, QueueOps, Team};
 use crate::adapt::stores::BcastStores;
 use crate::core::pattern::{kary_children, knomial_children};
 use crate::exec::Combiner;
@@ -102,17 +103,28 @@ pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize,
         team.check(root, s, Via::Area, team.mine())?;
     }
     team.finish(s);
-    through_queue(team, data, root, fragment, tree);
+    through_queue(team, data, root, fragment, tree, true);
     Ok(())
 }
 
 /// The queue after its first step (every reader has checked the root's
-/// head).
-pub(super) fn through_queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) {
+/// head), through all its sets (`wide`: a message from the root's last
+/// buffer) or those of its first slots ([`Geometry::queue_sets`]).
+///
+/// [`Geometry::queue_sets`]: crate::shm::segment::Geometry::queue_sets
+pub(super) fn through_queue(
+    team: &mut Team<'_>,
+    data: &mut [u8],
+    root: usize,
+    fragment: usize,
+    tree: Tree,
+    wide: bool,
+) {
     let geo = team.seg.geo;
     let (p, me) = (team.size, team.rank);
-    let (slots, sets) = (geo.slots, geo.sets.clamp(1, geo.slots));
-    let per_set = slots / sets;
+    let slots = geo.slots;
+    let per_set = slots / geo.queue_sets(true);
+    let sets = geo.queue_sets(wide);
     let f = if fragment == 0 { model_fragment(data.len(), slots * geo.slot_bytes, geo.slot_bytes) } else { fragment };
     let f = f.clamp(1, geo.slot_bytes);
     let rel = (me + p - root) % p;
@@ -138,9 +150,9 @@ pub(super) fn through_queue(team: &mut Team<'_>, data: &mut [u8], root: usize, f
     }
     let mut sent = 0;
     while sent < data.len() {
-        let set = (team.state.memory.queue_op % sets as u64) as usize;
-        let op = team.state.memory.queue_op;
-        team.state.memory.queue_op += 1;
+        let ops = &mut team.state.memory.queue_ops;
+        let (op, set) = (ops.count, (ops.count % sets as u64) as usize);
+        *ops = QueueOps { count: op + 1, last_set: set };
         let counters = team.seg.set_control(set);
         let mut index = set * per_set;
         if me == root {
@@ -196,18 +208,18 @@ pub(super) fn through_queue(team: &mut Team<'_>, data: &mut [u8], root: usize, f
 /// counts them) have counted themselves out: all broadcasts through the
 /// queue up to this rank's last have been copied out (a root that times
 /// the queue: before its call, so that earlier calls' copies are not
-/// counted, and after it). Readers count out of sets in order, call after
-/// call, and every reader of an earlier operation but this rank reads the
-/// last one too, so the last operation's set tells. A set that a later
+/// counted, and after it). Readers count out of operations in order, call
+/// after call, and every reader of an earlier operation but this rank
+/// reads the last one too, so the last operation's set tells. A set that a later
 /// root has taken again was counted out before (the root waited for it):
 /// this rank may be a reader of that root's call, and must not wait for
 /// its count.
 pub(super) fn wait_counted_out(team: &Team<'_>) {
-    let Some(last) = team.state.memory.queue_op.checked_sub(1) else {
+    let ops = team.state.memory.queue_ops;
+    let Some(last) = ops.count.checked_sub(1) else {
         return;
     };
-    let geo = team.seg.geo;
-    let counters = team.seg.set_control((last % geo.sets.clamp(1, geo.slots) as u64) as usize);
+    let counters = team.seg.set_control(ops.last_set);
     // Acquire: the readers' copies out of this and earlier sets (before
     // their releases of the count) happen before what the caller does
     // next (its clock).

@@ -35,16 +35,33 @@ use crate::exec::Combiner;
 use crate::shm::team::{Mismatch, Via};
 
 /// How a Bcast that the root chooses for everyone moves the message: the
-/// root's word in the first step (the `shm` Bcast's three ways).
+/// root's word in the first step (the `shm` Bcast's three ways; the
+/// queue through its first slots, or through all of them for a message
+/// from the root's last buffer, [`Route::queue`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
     Queue,
+    HotQueue,
     ZeroCopy,
     Pipeline,
 }
 
 impl Route {
-    const ALL: [Route; 3] = [Route::Queue, Route::ZeroCopy, Route::Pipeline];
+    const ALL: [Route; 4] = [Route::Queue, Route::ZeroCopy, Route::Pipeline, Route::HotQueue];
+
+    /// The queue for a message from the root's last buffer (`hot`) or
+    /// another ([`crate::shm::segment::Geometry::queue_sets`]).
+    pub(super) fn queue(hot: bool) -> Route {
+        if hot {
+            Route::HotQueue
+        } else {
+            Route::Queue
+        }
+    }
+
+    fn is_queue(self) -> bool {
+        matches!(self, Route::Queue | Route::HotQueue)
+    }
 
     fn word(self) -> u64 {
         Route::ALL.iter().position(|&r| r == self).unwrap_or(0) as u64
@@ -65,7 +82,7 @@ pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> 
         // A reader there follows the root's word as below.
         return timed_way(team, data, root, true);
     }
-    as_root_says(team, data, root, if zero_copy { Route::ZeroCopy } else { Route::Queue })
+    as_root_says(team, data, root, if zero_copy { Route::ZeroCopy } else { Route::queue(hot) })
 }
 
 /// The way the root says in the first step (`route`, read on the root
@@ -97,12 +114,12 @@ pub(super) fn name_route(
         team.wait_ready(root, s);
         team.check(root, s, Via::Area, team.mine())?;
         let route = Route::of_word(team.word(root, s, METHOD));
-        if route != Route::Queue {
+        if !route.is_queue() {
             offer(team, data, s, None);
         }
         route
     };
-    if route != Route::Queue {
+    if !route.is_queue() {
         team.wait_all_ready(s);
     }
     Ok((s, route))
@@ -120,10 +137,10 @@ pub(super) fn take_route(
 ) -> Result<(), Mismatch> {
     match route {
         Route::ZeroCopy => copy_across(team, data, root, s),
-        Route::Queue => {
+        Route::Queue | Route::HotQueue => {
             team.finish(s);
             let queue = team.state.memory.queue;
-            through_queue(team, data, root, queue.fragment, queue.tree);
+            through_queue(team, data, root, queue.fragment, queue.tree, route == Route::HotQueue);
             Ok(())
         }
         Route::Pipeline => {

@@ -188,7 +188,7 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         wait_counted_out(team);
     }
     let start = Instant::now();
-    as_root_says(team, data, root, if queue { Route::Queue } else { Route::ZeroCopy })?;
+    as_root_says(team, data, root, if queue { Route::queue(hot) } else { Route::ZeroCopy })?;
     if timed {
         if queue {
             wait_counted_out(team);

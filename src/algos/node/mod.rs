@@ -42,8 +42,8 @@ pub struct NodeMemory {
     pub queue: QueueSettings,
     /// Sizes the algorithms cut their work into.
     pub sizes: Sizes,
-    /// Seed 002's count of queue sets used (the same on every rank).
-    pub queue_op: u64,
+    /// Seed 002's queue operations so far (the same on every rank).
+    pub queue_ops: QueueOps,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
     /// Gatherv: where this rank's last block came from, as a non-root (a
@@ -100,7 +100,7 @@ impl Default for NodeMemory {
         NodeMemory {
             queue: QueueSettings::default(),
             sizes: Sizes::default(),
-            queue_op: 0,
+            queue_ops: QueueOps::default(),
             line_copies: Vec::new(),
             gatherv_sent: 0,
             gatherv_received: 0,
@@ -220,6 +220,14 @@ impl NodeMemory {
         }
         lines
     }
+}
+
+/// Seed 002's queue operations (a set taken and filled) so far, and the
+/// set of the last one: the same on every rank of the communicator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueOps {
+    pub count: u64,
+    pub last_set: usize,
 }
 
 /// Seed 002's queue broadcast: fragment bytes (0: the paper's model) and

@@ -143,14 +143,16 @@ pub(super) fn test_memory() -> NodeMemory {
 /// one line of data beyond the first, so that calls wrap around it (two
 /// slots, the fewest that let an algorithm write a step while its peers
 /// read the one before) and the sizes around a line and a chunk take all
-/// three ways; chunk areas that move through four places.
+/// three ways; chunk areas that move through four places; a queue whose
+/// cold messages cycle through half its sets.
 pub(super) const TEST_GEO: Geometry = Geometry {
     ranks: 0,
     chunk: 136,
     allreduce_chunk: 264,
     slots: 8,
     slot_bytes: 40,
-    sets: 2,
+    sets: 4,
+    cold_slots: 4,
     ring: 2,
     ring_bytes: 64,
     rotations: 4,
@@ -670,6 +672,43 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
                 });
                 assert_eq!(data, want, "p={p} rank={rank} call={call} algo={algo} n={n} root={root}");
             }
+        });
+    }
+}
+
+/// Queue Bcasts of hot messages (through all the queue's sets) and cold
+/// ones (through the sets of its first slots), mixed on one communicator
+/// from random roots, with ranks that drift apart and roots that now and
+/// then wait for their readers to count out: every byte arrives, each
+/// call's sets lie in its window, and hot calls reach beyond the cold one.
+#[test]
+fn hot_and_cold_queue_broadcasts_share_the_queue() {
+    use super::bcast_queue::wait_counted_out;
+    use super::bcast_queue_zcopy::{as_root_says, Route};
+    let (narrow, wide) = (TEST_GEO.queue_sets(false), TEST_GEO.queue_sets(true));
+    assert!(narrow < wide, "{narrow} {wide}");
+    for p in [2, 3, 4, 5] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 17 + rank as u64);
+            let mut plan = Rng(p as u64 + 77);
+            let mut beyond_cold = false;
+            for call in 0..300 {
+                let (hot, root) = (plan.below(2) == 0, plan.below(p));
+                let n = 1 + plan.below(12 * TEST_GEO.slot_bytes);
+                let want: Vec<u8> = (0..n).map(|i| (i * 11 + call + root) as u8).collect();
+                let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                jitter(&mut rng);
+                node_call(team, n, |team| as_root_says(team, &mut data, root, Route::queue(hot)));
+                assert_eq!(data, want, "p={p} rank={rank} call={call} hot={hot} n={n} root={root}");
+                let last_set = team.state.memory.queue_ops.last_set;
+                assert!(last_set < if hot { wide } else { narrow }, "call {call} hot={hot}: set {last_set}");
+                beyond_cold |= last_set >= narrow;
+                let wait = plan.below(4) == 0;
+                if rank == root && wait {
+                    wait_counted_out(team);
+                }
+            }
+            assert!(beyond_cold, "p={p}: hot calls through the whole queue");
         });
     }
 }
