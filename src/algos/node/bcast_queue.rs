@@ -210,10 +210,10 @@ pub(super) fn through_queue(
 /// the queue: before its call, so that earlier calls' copies are not
 /// counted, and after it). Readers count out of operations in order, call
 /// after call, and every reader of an earlier operation but this rank
-/// reads the last one too, so the last operation's set tells. A set that a later
-/// root has taken again was counted out before (the root waited for it):
-/// this rank may be a reader of that root's call, and must not wait for
-/// its count.
+/// reads the last one too, so the last operation's set tells. A set that
+/// a later root has taken again was counted out before (the root waited
+/// for it): this rank may be a reader of that root's call, and must not
+/// wait for its count.
 pub(super) fn wait_counted_out(team: &Team<'_>) {
     let ops = team.state.memory.queue_ops;
     let Some(last) = ops.count.checked_sub(1) else {
