@@ -12,7 +12,8 @@
 //! page, at most a slot (4 KiB by default: the model's own page for
 //! messages up to 335 KiB; see [`crate::shm::segment::QUEUE_SLOTS`]
 //! for why the queue is larger than a reader's L2; the `shm` Bcast's
-//! messages new to their root cycle through its first 2 MiB only). The
+//! messages new to their root cycle through its first 2 MiB only, and
+//! its hot ones of 32-512 KiB move in fragments of two slots). The
 //! root copies in with the stores its readers' timings favour
 //! ([`BcastStores`]) and tags every notification with them.
 //!
@@ -88,8 +89,8 @@ pub fn model_fragment(m: usize, queue: usize, max: usize) -> usize {
 }
 
 /// The queue broadcast, as in the paper's pseudo-code. `fragment` bytes per
-/// slot (at most the slot size; 0 for the model's), notifications down
-/// `tree`.
+/// fragment (0 for the model's; a fragment takes whole slots, at most a
+/// set's), notifications down `tree`.
 pub fn queue(team: &mut Team<'_>, data: &mut [u8], root: usize, fragment: usize, tree: Tree) -> Result<(), Mismatch> {
     // A first step in which the root publishes its head, which every
     // reader checks before it takes part: a reader of another call (an
@@ -126,7 +127,8 @@ pub(super) fn through_queue(
     let per_set = slots / geo.queue_sets(true);
     let sets = geo.queue_sets(wide);
     let f = if fragment == 0 { model_fragment(data.len(), slots * geo.slot_bytes, geo.slot_bytes) } else { fragment };
-    let f = f.clamp(1, geo.slot_bytes);
+    // A fragment spans whole slots, within one set.
+    let f = f.clamp(1, per_set * geo.slot_bytes);
     let rel = (me + p - root) % p;
     let children: Vec<usize> = tree.children(rel, p).into_iter().map(|c| (c + root) % p).collect();
     let notify = |index: usize, size: u64| {
@@ -154,7 +156,7 @@ pub(super) fn through_queue(
         let (op, set) = (ops.count, (ops.count % sets as u64) as usize);
         *ops = QueueOps { count: op + 1, last_set: set };
         let counters = team.seg.set_control(set);
-        let mut index = set * per_set;
+        let (mut index, set_end) = (set * per_set, (set + 1) * per_set);
         if me == root {
             // Acquire: the readers' copies out of this set (before their
             // release of the counter) happen before it is refilled.
@@ -163,20 +165,21 @@ pub(super) fn through_queue(
             // Release: the reader count above is in place before any
             // reader, having acquired the set's operation, counts out.
             counters.op.store(op + 1, Release);
-            while index < (set + 1) * per_set && sent < data.len() {
-                let len = f.min(data.len() - sent);
-                // SAFETY: the root's slot `index` holds slot_bytes >= len
-                // bytes, and no reader uses this set until notified below.
+            while index < set_end && sent < data.len() {
+                let len = f.min(data.len() - sent).min((set_end - index) * geo.slot_bytes);
+                // SAFETY: the root's slots from `index` to the set's end lie
+                // one after the other and hold at least len bytes, and no
+                // reader uses this set until notified below.
                 let slot = unsafe { std::slice::from_raw_parts_mut(team.seg.queue_slot(root, index), len) };
                 crate::shm::stream::copy_with(slot, &data[sent..sent + len], stream);
                 notify(index, len as u64 | tag);
                 sent += len;
-                index += 1;
+                index += len.div_ceil(geo.slot_bytes);
             }
         } else {
             // Acquire: pairs with the root's release of the operation.
             Backoff::until(|| counters.op.load(Acquire) == op + 1);
-            while index < (set + 1) * per_set && sent < data.len() {
+            while index < set_end && sent < data.len() {
                 let control = &team.seg.fragment_control(me, index).value;
                 // Acquire: the parent's notification, and through it the
                 // root's copy into the slot, happen before the copy out.
@@ -188,13 +191,14 @@ pub(super) fn through_queue(
                 // the set (release below), which the next use waits for.
                 control.store(0, Relaxed);
                 notify(index, value);
-                // SAFETY: the root filled `len` bytes of its slot `index`
-                // before notifying (acquired above) and will not refill it
-                // before this rank counts out of the set.
+                // SAFETY: the root filled `len` bytes from its slot `index`
+                // (within the set) before notifying (acquired above) and
+                // will not refill them before this rank counts out of the
+                // set.
                 let slot = unsafe { std::slice::from_raw_parts(team.seg.queue_slot(root, index), len) };
                 crate::shm::stream::copy_out(&mut data[sent..sent + len], slot, false, team.settings.ahead);
                 sent += len;
-                index += 1;
+                index += len.div_ceil(geo.slot_bytes);
             }
             // AcqRel: this rank's copies out of the set happen before the
             // root, acquiring a count of zero, refills it.

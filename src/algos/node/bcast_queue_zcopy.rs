@@ -72,6 +72,25 @@ impl Route {
     }
 }
 
+/// The fragment of an `m`-byte message from the root's last buffer
+/// through the queue, of `slot`-byte slots: two slots for messages that
+/// fill four such fragments, up to 512 KiB, half as many notifications
+/// as the model's page, whose wait the root's copy of a hot fragment no
+/// longer hides (2 ranks, back to back, 512 KiB: 20.2-24.3 against
+/// 22.5-25.2 us near, 37-46 against 43-53 cores apart); a slot below,
+/// where fewer fragments lose the overlap of the root's copy in with the
+/// readers' copies out (8 KiB in one fragment: 1.0-1.4 against 0.8-0.9
+/// us), and above, where two-slot fragments ran faster or twice as slow
+/// from job to job cores apart (2 MiB: 170-174 or 320-498 against 197-244
+/// us; docs/measurements.md).
+fn hot_fragment(m: usize, slot: usize) -> usize {
+    if (8 * slot..=128 * slot).contains(&m) {
+        2 * slot
+    } else {
+        slot
+    }
+}
+
 /// The queue, or where the root's buffer is its last one, zero copy or
 /// (with PCOLL_SHM_ADAPT) the way the root's timings of such messages
 /// favour.
@@ -140,7 +159,9 @@ pub(super) fn take_route(
         Route::Queue | Route::HotQueue => {
             team.finish(s);
             let queue = team.state.memory.queue;
-            through_queue(team, data, root, queue.fragment, queue.tree, route == Route::HotQueue);
+            let hot = route == Route::HotQueue;
+            let fragment = if hot { hot_fragment(data.len(), team.seg.geo.slot_bytes) } else { queue.fragment };
+            through_queue(team, data, root, fragment, queue.tree, hot);
             Ok(())
         }
         Route::Pipeline => {

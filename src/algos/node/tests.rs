@@ -658,7 +658,7 @@ fn broadcasts_deliver_every_byte_across_many_calls() {
                 let algo = plan.below(6);
                 let n = [1, 7, 39, 40, 41, 56, 57, 96, 97, 200, 333, 1000][plan.below(12)];
                 let root = plan.below(p);
-                let fragment = [0, 1, 13, 40][plan.below(4)];
+                let fragment = [0, 1, 13, 40, 41, 60, 80, 120][plan.below(8)];
                 let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
                 let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
                 jitter(&mut rng);
