@@ -515,7 +515,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Bcast,
         "shm_queue_zcopy",
-        "one node: the queue, or where the root sends from its last Bcast's buffer (hot), zero copy or the queue as its timings favour",
+        "one node: the queue, or where the root sends from its last Bcast's buffer (hot), zero copy or the queue (the window all roots share, where the root did not write the last window call) as its timings favour",
         node::bcast_queue_zcopy::run,
         node::on_one_node_zero_copy,
     )
@@ -530,7 +530,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Bcast,
         "shm",
-        "one node: zero copy, or where the root's timings favour them the queue, from 256 KiB (PCOLL_SHM_BCAST_TIMED) the pipeline",
+        "one node: zero copy, or where the root's timings favour them the queue (for hot messages up to 512 KiB whose root did not write the last window call, the window all roots share), from 256 KiB (PCOLL_SHM_BCAST_TIMED) the pipeline",
         node::bcast_timed::run_timed,
         node::on_one_node_zero_copy,
     ),

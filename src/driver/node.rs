@@ -94,11 +94,13 @@ pub fn discover<H: Host>(host: &H, private: H::Comm, cfg: &ShmConfig) -> Result<
     // The node's first communicator rank names the node. The layout
     // follows each rank's budget, which the ranks of a host share alike
     // unless set apart: the fewest places of a chunk area (and of spread
-    // steps) any rank wants.
+    // steps, and of the window) any rank wants.
     let geo = cfg.geometry(local_size, pool.lock().unwrap().budget());
-    let words = host.allgather_words(node_comm, &[rank as u64, geo.rotations as u64, geo.spread as u64])?;
-    let least = |i: usize| words.chunks_exact(3).map(|w| w[i]).min().expect("this rank's own") as usize;
-    let (leader, geo) = (least(0), Geometry { rotations: least(1), spread: least(2), ..geo });
+    let mine = [rank, geo.rotations, geo.spread, geo.window].map(|w| w as u64);
+    let words = host.allgather_words(node_comm, &mine)?;
+    let least = |i: usize| words.chunks_exact(mine.len()).map(|w| w[i]).min().expect("this rank's own") as usize;
+    let geo = Geometry { rotations: least(1), spread: least(2), ..geo }.with_window(least(3));
+    let leader = least(0);
     let on_node = OnNode { host, os, comm: node_comm, local, size: local_size };
     let (mapping, segment, kept, how) = match (cfg.enable, local_size) {
         (false, _) => (None, None, None, "none"),

@@ -15,7 +15,7 @@ use crate::algos::node::Sizes;
 use crate::algos::{self, Algorithm, Params};
 use crate::core::types::Coll;
 use crate::shm::prefetch::Ahead;
-use crate::shm::segment::{Geometry, COLD_QUEUE_SLOTS, LEAST_QUEUE_SLOTS, QUEUE_SLOTS, SLOTS_PER_SET};
+use crate::shm::segment::{Geometry, COLD_QUEUE_SLOTS, LEAST_QUEUE_SLOTS, QUEUE_SLOTS, SLOTS_PER_SET, WINDOW_BYTES};
 use crate::shm::team::NodeSettings;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -211,10 +211,21 @@ impl ShmConfig {
     /// [`QUEUE_SLOTS`] down to [`LEAST_QUEUE_SLOTS`], whose block fits
     /// [`BLOCKS_IN_BUDGET`] times in `budget` (in a 64 MiB /dev/shm: 2 MiB
     /// at 2 ranks, 1 MiB from 3), then the places of spread steps
-    /// ([`ShmConfig::spread`]).
+    /// ([`ShmConfig::spread`]), and the hot Bcast's window of
+    /// [`WINDOW_BYTES`] where rank 0's block and header still fit
+    /// [`BLOCKS_IN_BUDGET`] times (in a 64 MiB /dev/shm at 2 ranks: 3.9
+    /// MiB against a budget of 16).
     pub fn geometry(&self, ranks: usize, budget: Option<usize>) -> Geometry {
         let geo = self.geometry_unspread(ranks, budget);
-        Geometry { spread: self.spread(geo, budget), ..geo }
+        let geo = Geometry { spread: self.spread(geo, budget), ..geo };
+        let with_window = geo.with_window(WINDOW_BYTES);
+        let fits = budget
+            .is_none_or(|budget| (with_window.block_bytes() + with_window.header_bytes()) * BLOCKS_IN_BUDGET <= budget);
+        if fits {
+            with_window
+        } else {
+            geo
+        }
     }
 
     /// [`ShmConfig::geometry`] with spread steps moving through the chunk
@@ -232,6 +243,8 @@ impl ShmConfig {
             ring_bytes: self.ring_bytes,
             rotations: 1,
             spread: 1,
+            window: 0,
+            window_pieces: 0,
         };
         let least = with_slots(self.slots.unwrap_or(LEAST_QUEUE_SLOTS));
         let rotations = self.rotations(least, budget);

@@ -2,11 +2,15 @@
 //! to it.
 //!
 //! One segment per node communicator, mapped by every rank of the node. It
-//! starts with a header page (the seed-002 set counters, owned by local
-//! rank 0), then one page-aligned block per rank, placed on that rank's
-//! NUMA node by first touch (the owner initialises it):
+//! starts with a header (owned by local rank 0): the seed-002 set
+//! counters, the hot Bcast window's words and, page-aligned, its bytes;
+//! then one page-aligned block per rank, placed on that rank's NUMA node
+//! by first touch (the owner initialises it):
 //!
 //! ```text
+//! header:           set controls[sets] (two lines each)
+//!                   window: readers' done words[ranks], piece flags
+//!                   [pieces] (one line each) | window bytes
 //! block of rank r:  control page: ready, done (one cache line)
 //!                                 published words (addresses for zero copy)
 //!                                 wishes (two lines of bytes)
@@ -76,6 +80,12 @@ pub struct Geometry {
     /// call, spread through 8 places against 32: 32 KiB 3.3 / 2.0, 128
     /// KiB 8.5 / 5.6; docs/measurements.md).
     pub spread: usize,
+    /// The window every root of a hot Bcast writes into and every reader
+    /// reads from ([`crate::algos::node::bcast_window`]): its bytes (0:
+    /// none), and the pieces it is flagged in (each `window / pieces`
+    /// bytes).
+    pub window: usize,
+    pub window_pieces: usize,
 }
 
 impl Geometry {
@@ -96,6 +106,8 @@ impl Geometry {
         ring_bytes: RING_BYTES,
         rotations: ROTATIONS,
         spread: SPREAD,
+        window: WINDOW_BYTES,
+        window_pieces: WINDOW_BYTES / WINDOW_PIECE,
     };
 
     /// The slot of the ring that step `s` uses: its [`place`] modulo the
@@ -189,6 +201,18 @@ pub const ROTATIONS: usize = 8;
 /// MiB more per rank than 8 places.
 pub const SPREAD: usize = 32;
 
+/// Default bytes of the hot Bcast window, where the budget allows
+/// ([`crate::select::config::ShmConfig::geometry`]): messages up to it from
+/// a root that read the last one go through it (2 ranks, roots
+/// alternating, bare handover of 512 KiB in 13.3 us against 41 through a
+/// ring of 4 MiB; docs/measurements.md).
+pub const WINDOW_BYTES: usize = 512 << 10;
+
+/// Bytes of a window piece: the reader copies one while the root writes
+/// the next (bare handover, 128 KiB in pieces of 4 / 8 / 12 / 16 / 32 KiB:
+/// 4.81 / 4.09 / 3.55 / 3.41 / 3.71 us).
+pub const WINDOW_PIECE: usize = 16 << 10;
+
 /// Steps are numbered per call: step `i` of a node's call `c` is
 /// `c << CALL_SHIFT | i`, so that a call whose ranks disagree (an
 /// erroneous program whose counts differ) cannot shift the steps of the
@@ -278,7 +302,30 @@ impl Geometry {
     }
 
     pub fn header_bytes(&self) -> usize {
-        round_up(self.sets * std::mem::size_of::<SetControl>(), PAGE)
+        self.window_at() + round_up(self.window, PAGE)
+    }
+
+    /// Where the window's words lie in the header: the readers' done
+    /// words, then the pieces' flags.
+    fn window_words_at(&self) -> usize {
+        self.sets * std::mem::size_of::<SetControl>()
+    }
+
+    /// Where the window's bytes lie in the header, page-aligned.
+    fn window_at(&self) -> usize {
+        round_up(self.window_words_at() + (self.ranks + self.window_pieces) * LINE, PAGE)
+    }
+
+    /// This geometry with a window of `bytes` in pieces of
+    /// [`WINDOW_PIECE`] (none: 0).
+    pub fn with_window(self, bytes: usize) -> Geometry {
+        Geometry { window: bytes, window_pieces: bytes.div_ceil(WINDOW_PIECE), ..self }
+    }
+
+    /// Bytes of a window piece (the last of a message may be shorter): a
+    /// message that fills the window takes every piece's flag, no more.
+    pub fn window_piece(&self) -> usize {
+        self.window.div_ceil(self.window_pieces.max(1)).max(1)
     }
 
     fn control_bytes(&self) -> usize {
@@ -373,6 +420,9 @@ pub struct Segment {
 #[derive(Clone, Copy, Debug)]
 struct Offsets {
     header: usize,
+    /// Within the header: the window's words and bytes.
+    window_words: usize,
+    window: usize,
     block: usize,
     /// Within a block: the ring's data, its further lines, the fragment
     /// controls, the first chunk area, the queue's slots.
@@ -396,6 +446,8 @@ impl Offsets {
     fn of(geo: &Geometry) -> Offsets {
         Offsets {
             header: geo.header_bytes(),
+            window_words: geo.window_words_at(),
+            window: geo.window_at(),
             block: geo.block_bytes(),
             ring_data: geo.ring_data_at(),
             ring_more_lines: geo.ring_more_lines_at(),
@@ -452,6 +504,28 @@ impl Segment {
 
     pub fn set_control(&self, set: usize) -> &SetControl {
         self.at(set * std::mem::size_of::<SetControl>())
+    }
+
+    /// Rank `r`'s word of the hot Bcast window: the last window call it
+    /// has read.
+    pub fn window_done(&self, r: usize) -> &Flag {
+        debug_assert!(r < self.geo.ranks);
+        self.at(self.at.window_words + r * LINE)
+    }
+
+    /// The flag of the window's piece `i`: the last window call whose
+    /// bytes it holds.
+    pub fn window_flag(&self, i: usize) -> &Flag {
+        debug_assert!(i < self.geo.window_pieces);
+        self.at(self.at.window_words + (self.geo.ranks + i) * LINE)
+    }
+
+    /// The window's `len` bytes from `offset`.
+    pub fn window_bytes(&self, offset: usize, len: usize) -> *mut u8 {
+        assert!(offset + len <= self.geo.window, "within the window");
+        // SAFETY: within the mapping (layout above): the window's bytes
+        // follow its words in the header.
+        unsafe { self.base.add(self.at.window + offset) }
     }
 
     pub fn fragment_control(&self, r: usize, slot: usize) -> &Flag {
@@ -558,8 +632,12 @@ mod tests {
     fn blocks_are_page_aligned_and_their_parts_disjoint_in_order() {
         assert_eq!(std::mem::size_of::<Control>(), 5 * LINE);
         assert_eq!(std::mem::size_of::<SetControl>(), 2 * LINE);
-        let shapes = [(2, 0, 1, 0, 1, 1), (16, 200, 64, 65536 + 5, 8, 32), (1024, 4096, 8, 0, 4, 4)];
-        for (ring, ring_bytes, slots, allreduce_chunk, rotations, spread) in shapes {
+        let shapes = [
+            (2, 0, 1, 0, 1, 1, (0, 0)),
+            (16, 200, 64, 65536 + 5, 8, 32, (120, 3)),
+            (1024, 4096, 8, 0, 4, 4, (WINDOW_BYTES, WINDOW_BYTES / WINDOW_PIECE)),
+        ];
+        for (ring, ring_bytes, slots, allreduce_chunk, rotations, spread, (window, window_pieces)) in shapes {
             let (chunk, slot_bytes, sets) = (4096, 8192, 2);
             let geo = Geometry {
                 ranks: 3,
@@ -573,8 +651,24 @@ mod tests {
                 ring_bytes,
                 rotations,
                 spread,
+                window,
+                window_pieces,
             };
             let (seg, offset) = offsets(geo);
+            // the header: the set controls, the window's done words and
+            // flags, a line each, then its bytes, page-aligned, before
+            // the first block
+            let line_at = |flag: &Flag| offset(flag as *const Flag as *const u8);
+            let sets_end = offset(seg.set_control(geo.sets - 1) as *const SetControl as *const u8) + 2 * LINE;
+            let words: Vec<usize> = (0..3)
+                .map(|r| line_at(seg.window_done(r)))
+                .chain((0..window_pieces).map(|i| line_at(seg.window_flag(i))))
+                .collect();
+            assert!(words.windows(2).all(|w| w[1] == w[0] + LINE) && words[0] == sets_end);
+            let bytes_at = offset(seg.window_bytes(0, window));
+            assert!(bytes_at % PAGE == 0 && bytes_at >= words.last().unwrap() + LINE);
+            assert!(bytes_at + window <= geo.block(0) && geo.block(0) == geo.header_bytes());
+            assert_eq!(geo.window_piece() * window_pieces, window);
             let (first, last) = (0, (7 << CALL_SHIFT) + 3);
             for r in 0..3 {
                 let (block, bytes) = seg.block_range(r);

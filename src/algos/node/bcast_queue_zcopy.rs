@@ -9,9 +9,13 @@
 //! cross-memory copies run at a fifth of memcpy's speed (16 KiB between
 //! barriers: 1.25 against 3.2-3.5; docs/measurements.md). So, with
 //! PCOLL_SHM_ADAPT, the root times the two ways for such hot messages
-//! ([`super::bcast_timed`]); without, zero copy. The root names its way
-//! in the first step, in which it publishes its head anyway; a reader
-//! follows it.
+//! ([`super::bcast_timed`]), the queue's copies going through the window
+//! all roots share where the root did not write the last window call
+//! ([`super::bcast_window`]; 2 ranks, roots alternating back to back, 16
+//! / 20 KiB: 0.94-1.11 / 1.09-1.29 against 1.12-1.21 / 1.33-1.39 us
+//! through the queue); without, zero copy. The root names its way in the
+//! first step, in which it publishes its head anyway; a reader follows
+//! it.
 //!
 //! Trace, p = 2, root 0, 20 KiB, one buffer every call: the first call
 //! goes through the queue (the root has no last buffer), the next ones
@@ -21,33 +25,38 @@
 //! Limitations: one node, with zero copy; the root judges from its own
 //! buffer only (a reader's cold buffer costs zero copy more than the
 //! queue); where ranks outnumber cores, always the queue (zero copy
-//! needs every rank on a core at once). Memory: the queue's, and one
-//! word per rank for the last buffer, the timings of hot messages. Cost:
-//! the chosen way's, [`super::bcast_queue`] or [`super::bcast_zcopy`].
-//! Seed: 002 (the queue); the choice by the buffer is pcoll's own.
+//! needs every rank on a core at once). Memory: the queue's and the
+//! window's, and one word per rank for the last buffer, the timings of
+//! hot messages. Cost: the chosen way's, [`super::bcast_queue`],
+//! [`super::bcast_window`] or [`super::bcast_zcopy`].
+//! Seed: 002 (the queue); the choice by the buffer and the window are
+//! pcoll's own.
 
 use super::bcast_pipeline::pipeline;
 use super::bcast_queue::through_queue;
 use super::bcast_timed::timed_way;
+use super::bcast_window::through_window;
 use super::bcast_zcopy::{copy_across, offer, METHOD};
 use super::{NodeCall, Team};
 use crate::exec::Combiner;
 use crate::shm::team::{Mismatch, Via};
 
 /// How a Bcast that the root chooses for everyone moves the message: the
-/// root's word in the first step (the `shm` Bcast's three ways; the
-/// queue through its first slots, or through all of them for a message
-/// from the root's last buffer, [`Route::queue`]).
+/// root's word in the first step (the `shm` Bcast's ways; the queue
+/// through its first slots, or through all of them for a message from
+/// the root's last buffer, [`Route::queue`]; the window,
+/// [`super::bcast_window`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
     Queue,
     HotQueue,
     ZeroCopy,
     Pipeline,
+    Window,
 }
 
 impl Route {
-    const ALL: [Route; 4] = [Route::Queue, Route::ZeroCopy, Route::Pipeline, Route::HotQueue];
+    const ALL: [Route; 5] = [Route::Queue, Route::ZeroCopy, Route::Pipeline, Route::HotQueue, Route::Window];
 
     /// The queue for a message from the root's last buffer (`hot`) or
     /// another ([`crate::shm::segment::Geometry::queue_sets`]).
@@ -59,8 +68,10 @@ impl Route {
         }
     }
 
+    /// A way through the segment only, which needs no buffer addresses
+    /// and no meeting of all ranks after the first step.
     fn is_queue(self) -> bool {
-        matches!(self, Route::Queue | Route::HotQueue)
+        matches!(self, Route::Queue | Route::HotQueue | Route::Window)
     }
 
     fn word(self) -> u64 {
@@ -93,13 +104,13 @@ fn hot_fragment(m: usize, slot: usize) -> usize {
 
 /// The queue, or where the root's buffer is its last one, zero copy or
 /// (with PCOLL_SHM_ADAPT) the way the root's timings of such messages
-/// favour.
+/// favour (the queue's copies through the window where it suits).
 pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
     let zero_copy = hot && team.peers.is_some() && !team.settings.oversubscribed;
     if zero_copy && team.state.memory.adaptation.enabled {
         // A reader there follows the root's word as below.
-        return timed_way(team, data, root, true);
+        return timed_way(team, data, root, true, true);
     }
     as_root_says(team, data, root, if zero_copy { Route::ZeroCopy } else { Route::queue(hot) })
 }
@@ -162,6 +173,11 @@ pub(super) fn take_route(
             let hot = route == Route::HotQueue;
             let fragment = if hot { hot_fragment(data.len(), team.seg.geo.slot_bytes) } else { queue.fragment };
             through_queue(team, data, root, fragment, queue.tree, hot);
+            Ok(())
+        }
+        Route::Window => {
+            team.finish(s);
+            through_window(team, data, root);
             Ok(())
         }
         Route::Pipeline => {

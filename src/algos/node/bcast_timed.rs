@@ -24,6 +24,12 @@
 //!   us, zero copy 42, pipeline 47-52); on new buffers the pipeline stays
 //!   ahead of the queue from 512 KiB (`sync`: 47 against 51 us).
 //!
+//! Where the queue is picked for a hot message that fits the window and
+//! whose root was not the last window call's, the copies go through the
+//! window all roots share ([`super::bcast_window`]; 2 ranks, roots
+//! alternating back to back: the root writes lines it has just read
+//! rather than lines its reader's cache holds); timed as the queue.
+//!
 //! Both times run from the root's arrival (zero copy, the pipeline) or
 //! the queue's being empty (the queue) to every reader's having its copy,
 //! so they include the slowest rank's copying: a zero copy or pipeline
@@ -56,6 +62,7 @@ use std::time::Instant;
 use super::bcast_pipeline::pipeline;
 use super::bcast_queue::wait_counted_out;
 use super::bcast_queue_zcopy::{as_root_says, name_route, take_route, Route};
+use super::bcast_window;
 use super::bcast_zcopy::zero_copy;
 use super::{NodeCall, Team};
 use crate::adapt::choice::{Alternative, TimedChoice};
@@ -151,7 +158,7 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
     // A reader follows the root's word there, whichever route it names.
     if team.rank != root || n < team.state.memory.bcast_method.from() || hot {
-        return timed_way(team, data, root, hot);
+        return timed_way(team, data, root, hot, hot);
     }
     let pick = team.state.memory.bcast_method.pick(n);
     let route = match pick.method {
@@ -172,9 +179,17 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
 /// The root's way for messages below [`TIMED_FROM`] and for `hot` ones
 /// of any size (from its last Bcast's buffer), and for
 /// `shm_queue_zcopy`'s hot messages: the queue or zero copy, as its
-/// timings of such messages favour; a reader follows the root's word.
-/// The team must have [`Team::peers`].
-pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: bool) -> Result<(), Mismatch> {
+/// timings of such messages favour, the queue's copies through the
+/// window where `window` allows and it suits the call
+/// ([`bcast_window::suits`]); a reader follows the root's word. The team
+/// must have [`Team::peers`].
+pub(super) fn timed_way(
+    team: &mut Team<'_>,
+    data: &mut [u8],
+    root: usize,
+    hot: bool,
+    window: bool,
+) -> Result<(), Mismatch> {
     if team.rank != root {
         return as_root_says(team, data, root, Route::Queue);
     }
@@ -185,13 +200,18 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
     let timed = !queue || pick.sampled(QUEUE_TIMED_EVERY);
     if timed && queue {
         // Earlier calls' copies out are not this call's.
-        wait_counted_out(team);
+        wait_copied_out(team);
     }
+    let route = match queue {
+        true if window && bcast_window::suits(team, root, n) => Route::Window,
+        true => Route::queue(hot),
+        false => Route::ZeroCopy,
+    };
     let start = Instant::now();
-    as_root_says(team, data, root, if queue { Route::queue(hot) } else { Route::ZeroCopy })?;
+    as_root_says(team, data, root, route)?;
     if timed {
         if queue {
-            wait_counted_out(team);
+            wait_copied_out(team);
         }
         let choice = team.state.memory.bcast_way(hot);
         if let Some(change) = choice.record(pick, n, start.elapsed()) {
@@ -200,6 +220,13 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         }
     }
     Ok(())
+}
+
+/// Waits until the readers of every queue and window call so far have
+/// their copies.
+fn wait_copied_out(team: &Team<'_>) {
+    wait_counted_out(team);
+    bcast_window::wait_read(team);
 }
 
 /// [`timed`], as the registry runs it.

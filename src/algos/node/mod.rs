@@ -13,6 +13,7 @@ pub mod bcast_pipeline;
 pub mod bcast_queue;
 pub mod bcast_queue_zcopy;
 pub mod bcast_timed;
+pub mod bcast_window;
 pub mod bcast_zcopy;
 pub mod gatherv_shm;
 pub mod host_runs;
@@ -44,6 +45,8 @@ pub struct NodeMemory {
     pub sizes: Sizes,
     /// Seed 002's queue operations so far (the same on every rank).
     pub queue_ops: QueueOps,
+    /// The hot Bcast window's calls so far (the same on every rank).
+    pub window_calls: bcast_window::WindowCalls,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
     /// Gatherv: where this rank's last block came from, as a non-root (a
@@ -101,6 +104,7 @@ impl Default for NodeMemory {
             queue: QueueSettings::default(),
             sizes: Sizes::default(),
             queue_ops: QueueOps::default(),
+            window_calls: bcast_window::WindowCalls::default(),
             line_copies: Vec::new(),
             gatherv_sent: 0,
             gatherv_received: 0,
@@ -195,6 +199,12 @@ impl NodeMemory {
                 .into_iter()
                 .map(|l| format!("shm Bcast of hot messages as root: {l}")),
         );
+        let window_calls = self.window_calls.count;
+        if window_calls > 0 {
+            lines.push(format!(
+                "shm Bcast: {window_calls} hot messages through the window (their root read the last one)"
+            ));
+        }
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
         let flat_runs = self.reduction_runs.flat_without_vote;
         if flat_runs > 0 {

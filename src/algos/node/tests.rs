@@ -144,7 +144,7 @@ pub(super) fn test_memory() -> NodeMemory {
 /// slots, the fewest that let an algorithm write a step while its peers
 /// read the one before) and the sizes around a line and a chunk take all
 /// three ways; chunk areas that move through four places; a queue whose
-/// cold messages cycle through half its sets.
+/// cold messages cycle through half its sets; a window of three pieces.
 pub(super) const TEST_GEO: Geometry = Geometry {
     ranks: 0,
     chunk: 136,
@@ -157,6 +157,8 @@ pub(super) const TEST_GEO: Geometry = Geometry {
     ring_bytes: 64,
     rotations: 4,
     spread: 8,
+    window: 120,
+    window_pieces: 3,
 };
 
 /// Elements are `(lo, hi)` pairs of u32; `a ∘ b` is `(a.lo, b.hi)` when
@@ -709,6 +711,44 @@ fn hot_and_cold_queue_broadcasts_share_the_queue() {
                 }
             }
             assert!(beyond_cold, "p={p}: hot calls through the whole queue");
+        });
+    }
+}
+
+/// Window Bcasts from roots that repeat, alternate and jump, mixed with
+/// queue Bcasts on one communicator, messages of every piece count up to
+/// the window's bytes, ranks drifting apart: every byte arrives (a root of
+/// two window calls in a row waits for the first one's readers), every
+/// rank counts the window's calls alike, and a root takes the window where
+/// it fits and the root did not write the last window call.
+#[test]
+fn window_broadcasts_deliver_every_byte_from_any_root_sequence() {
+    use super::bcast_queue_zcopy::{as_root_says, Route};
+    use super::bcast_window::suits;
+    for p in [1, 2, 3, 4, 7] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 23 + rank as u64);
+            let mut plan = Rng(p as u64 + 555);
+            let (mut root, mut windowed) = (0, 0);
+            for call in 0..600 {
+                root = match plan.below(3) {
+                    0 => root,
+                    1 => (root + 1) % p,
+                    _ => plan.below(p),
+                };
+                let n = plan.below(TEST_GEO.window + 2);
+                let calls = team.state.memory.window_calls;
+                let fits = n <= TEST_GEO.window;
+                assert_eq!(suits(team, root, n), fits && (calls.count == 0 || calls.last_root != root));
+                let route = if fits && plan.below(5) != 0 { Route::Window } else { Route::queue(plan.below(2) == 0) };
+                windowed += u64::from(route == Route::Window);
+                let want: Vec<u8> = (0..n).map(|i| (i * 13 + call * 7 + root) as u8).collect();
+                let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                jitter(&mut rng);
+                node_call(team, n, |team| as_root_says(team, &mut data, root, route));
+                assert_eq!(data, want, "p={p} rank={rank} call={call} n={n} root={root} {route:?}");
+            }
+            assert_eq!(team.state.memory.window_calls.count, windowed, "p={p} rank={rank}");
         });
     }
 }
