@@ -95,16 +95,14 @@ bcast nodes=1 bytes<8K shm_pipeline
 # 0.51; 12 KiB b2b 1.08 / 0.95 / 1.11).
 bcast nodes=1 p<3 mpi=intel bytes<16K shm_queue_binomial
 bcast nodes=1 bytes<16K shm_queue
-# Under Intel MPI at 2 ranks from 16 to 256 KiB, shm_binomial: runs of
-# calls whose root starts them back to back from its last buffer go by
-# the binomial tree over Intel's point-to-point, which pipelines them
-# (the root returns once its message is sent), the others as shm. EPYC
-# VM, one job, back to back on hot buffers (b2b), rotating roots, us,
-# Intel's stock / shm_binomial / shm: 16 KiB 1.41 / 1.25 / 1.36, 32 KiB
-# 2.35 / 1.82 / 2.30, 128 KiB 5.99 / 4.41 / 8.36, 256 KiB 7.13 / 7.24 /
-# 14.05; between barriers (osu) and cold as shm, a step more on one call
-# in 16 (16 KiB osu: 1.24 against 1.19; docs/measurements.md).
-bcast nodes=1 p<3 mpi=intel bytes>=16K bytes<=256K shm_binomial
+# From 16 KiB under Intel MPI too, shm_queue_zcopy and shm (below): back
+# to back with roots alternating, their window beats handing the runs to
+# Intel's point-to-point (shm_binomial, which pipelines them). EPYC VM,
+# Intel host, 2 ranks near, b2b, jobs alternating, us, Intel's stock /
+# shm_binomial / shm: 16 KiB 1.24 / 1.06 / 0.89-0.94, 32 KiB 1.96 /
+# 1.54-1.56 / 1.35-1.57, 128 KiB 5.22-5.36 / 3.93-3.99 / 3.76-4.46, 256
+# KiB 6.95-7.49 / 7.04 / 7.01-7.42; cores apart both 1.21-1.33 times
+# faster than stock to 128 KiB, 0.98-0.99 at 256 KiB (docs/measurements.md).
 bcast nodes=1 p<3 bytes<24K shm_queue_zcopy
 bcast nodes=1 shm
 bcast nodes=1 p<3 bytes<48K shm_queue

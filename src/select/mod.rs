@@ -269,7 +269,7 @@ mod tests {
         let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Bcast, p, bytes));
         let sizes = [(8 << 10) - 8, 8 << 10, (16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        let want = ["shm_pipeline", "shm_queue_binomial", "shm_queue_binomial", "shm_binomial", "shm_binomial", "shm"];
+        let want = ["shm_pipeline", "shm_queue_binomial", "shm_queue_binomial", "shm_queue_zcopy", "shm", "shm"];
         assert_eq!(intel, want);
         for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
             let picks = sizes.map(|bytes| pick(other, 2, bytes));
