@@ -81,21 +81,26 @@ reduce nodes=1 shm_partition
 # buffer in a loop: 2.7-3.4 against 4.4-5.6 us), the queue on a Zen 3
 # VM (16 KiB: 1.25 against 3.2-3.5), so shm_queue_zcopy, whose root
 # takes the queue for a new buffer and times both ways for its last
-# one. From 24 KiB shm, whose root times zero copy
+# one (at 2 ranks from 8 KiB, below). From 24 KiB shm, whose root times zero copy
 # against the queue, and from 256 KiB against the pipeline: on a Xeon VM
 # zero copy won hot and cold (cold, sync, 32 KiB: 5.6-5.9 against
 # 6.9-7.3 us, three hosts), on an EPYC VM the queue did (the same: 4.1
 # against 6.2 us; back to back 3.2 against 4.4) except between barriers
 # from 64 KiB (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
-# Under Intel MPI at 2 ranks from 8 KiB, shm_queue_binomial: the queue,
-# with the runs of shm_binomial (below) handed to the host (one job, us,
-# stock / shm_queue_binomial / shm_queue, 8 KiB: b2b 0.90 / 0.76 / 1.08
-# with the cores close, 2.27 / 1.87 / 2.08 apart; osu 1.17 / 0.55 /
-# 0.51; 12 KiB b2b 1.08 / 0.95 / 1.11).
-bcast nodes=1 p<3 mpi=intel bytes<16K shm_queue_binomial
+# At 2 ranks from 8 KiB shm_queue_zcopy, on every host: back to back
+# with roots alternating its window beats the queue, and under Intel MPI
+# handing the runs to its point-to-point (shm_queue_binomial), which
+# lost to Intel's stock at 8 KiB in that state; between barriers and
+# cold it ties the queue. EPYC VM, 2 ranks near, jobs alternating, us at
+# 8 / 12 KiB, shm_queue_zcopy against the rule's way before: b2b Open
+# MPI 5 host 0.49-0.66 / 0.69-0.85 against 0.79-1.12 / 0.81-0.91 (the
+# queue), Intel host 0.48-0.49 / 0.67-0.69 against 0.96-1.19 / 0.94-1.12
+# (stock 0.84-0.87 / 1.03-1.04); osu, sync, b2b-cold within each
+# other's spread (docs/measurements.md).
+bcast nodes=1 p<3 bytes<24K shm_queue_zcopy
 bcast nodes=1 bytes<16K shm_queue
-# From 16 KiB under Intel MPI too, shm_queue_zcopy and shm (below): back
+# From 16 KiB under Intel MPI too, shm_queue_zcopy (above) and shm: back
 # to back with roots alternating, their window beats handing the runs to
 # Intel's point-to-point (shm_binomial, which pipelines them). EPYC VM,
 # Intel host, 2 ranks near, b2b, jobs alternating, us, Intel's stock /
@@ -103,7 +108,6 @@ bcast nodes=1 bytes<16K shm_queue
 # 1.54-1.56 / 1.35-1.57, 128 KiB 5.22-5.36 / 3.93-3.99 / 3.76-4.46, 256
 # KiB 6.95-7.49 / 7.04 / 7.01-7.42; cores apart both 1.21-1.33 times
 # faster than stock to 128 KiB, 0.98-0.99 at 256 KiB (docs/measurements.md).
-bcast nodes=1 p<3 bytes<24K shm_queue_zcopy
 bcast nodes=1 shm
 bcast nodes=1 p<3 bytes<48K shm_queue
 bcast nodes=1 shm_queue

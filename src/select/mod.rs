@@ -265,18 +265,15 @@ mod tests {
     }
 
     #[test]
-    fn a_bcast_at_two_ranks_under_intel_mpi_hands_calls_back_to_back_to_the_binomial_tree() {
+    fn a_bcast_at_two_ranks_takes_the_ways_with_the_window_from_8_kib_under_every_host() {
         let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Bcast, p, bytes));
-        let sizes = [(8 << 10) - 8, 8 << 10, (16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
-        let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        let want = ["shm_pipeline", "shm_queue_binomial", "shm_queue_binomial", "shm_queue_zcopy", "shm", "shm"];
-        assert_eq!(intel, want);
-        for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
-            let picks = sizes.map(|bytes| pick(other, 2, bytes));
-            assert_eq!(picks, ["shm_pipeline", "shm_queue", "shm_queue", "shm_queue_zcopy", "shm", "shm"], "{other:?}");
+        let sizes = [(8 << 10) - 8, 8 << 10, (16 << 10) - 8, 24 << 10, 256 << 10, (256 << 10) + 8];
+        let want = ["shm_pipeline", "shm_queue_zcopy", "shm_queue_zcopy", "shm", "shm", "shm"];
+        for mpi in [None, Some(HostMpi::Intel), Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
+            assert_eq!(sizes.map(|bytes| pick(mpi, 2, bytes)), want, "{mpi:?}");
+            assert_eq!(pick(mpi, 3, 12 << 10), "shm_queue", "{mpi:?}");
+            assert_eq!(pick(mpi, 3, 32 << 10), "shm", "{mpi:?}");
         }
-        assert_eq!(pick(Some(HostMpi::Intel), 3, 12 << 10), "shm_queue");
-        assert_eq!(pick(Some(HostMpi::Intel), 3, 32 << 10), "shm");
     }
 
     #[test]
@@ -301,7 +298,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bcast_on_one_node_at_two_ranks_goes_through_the_queue_below_24_kib_or_zero_copy_when_hot() {
+    fn a_bcast_on_one_node_at_two_ranks_goes_through_the_queue_from_8_kib_or_zero_copy_when_hot() {
         let node = Topo { shm: true, zcopy: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |p: usize, bytes: usize| {
             let d = CallDesc { topo: node, ..desc(Coll::Bcast, p, bytes) };
@@ -313,7 +310,8 @@ mod tests {
         let at_two: Vec<_> = [4 << 10, 8 << 10, 16 << 10, (24 << 10) - 1, 24 << 10, 32 << 10, 1 << 20]
             .map(|bytes| pick(2, bytes))
             .into();
-        assert_eq!(at_two, ["shm_pipeline", "shm_queue", "shm_queue_zcopy", "shm_queue_zcopy", "shm", "shm", "shm"]);
+        let want = ["shm_pipeline", "shm_queue_zcopy", "shm_queue_zcopy", "shm_queue_zcopy", "shm", "shm", "shm"];
+        assert_eq!(at_two, want);
         assert_eq!(pick(4, 32 << 10), "shm");
         let without_zero_copy = |bytes: usize| {
             let d = CallDesc { topo: Topo { zcopy: false, ..node }, ..desc(Coll::Bcast, 2, bytes) };
@@ -322,6 +320,7 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
+        assert_eq!(without_zero_copy(8 << 10), "shm_queue");
         assert_eq!(without_zero_copy(32 << 10), "shm_queue");
     }
 

@@ -1,8 +1,9 @@
 //! Bcast within a node by `shm`'s ways ([`super::bcast_timed`]) or by
 //! the queue ([`super::bcast_queue`]), but runs of calls that come back
 //! to back go by the binomial tree over the host MPI (`shm_binomial`,
-//! `shm_queue_binomial`; the rules: Intel MPI at 2 ranks, 8-16 KiB,
-//! below the Bcasts with the window). Back to back, a tree over an eager point-to-point pipelines the calls: the
+//! `shm_queue_binomial`; forced, or by a PCOLL_TUNE rule: the rules gave
+//! them Intel MPI's calls at 2 ranks of 8-256 KiB until the window of
+//! `shm_queue_zcopy` and `shm` beat them). Back to back, a tree over an eager point-to-point pipelines the calls: the
 //! root returns once its message is sent and starts the next call, which
 //! the node layer's steps do not let it (EPYC VM, Intel MPI, 2 ranks,
 //! rotating roots on hot buffers, 32 KiB: binomial 1.7 us, `shm` 2.6,
