@@ -211,21 +211,21 @@ impl ShmConfig {
     /// [`QUEUE_SLOTS`] down to [`LEAST_QUEUE_SLOTS`], whose block fits
     /// [`BLOCKS_IN_BUDGET`] times in `budget` (in a 64 MiB /dev/shm: 2 MiB
     /// at 2 ranks, 1 MiB from 3), then the places of spread steps
-    /// ([`ShmConfig::spread`]), and the hot Bcast's window of
-    /// [`WINDOW_BYTES`] where rank 0's block and header still fit
-    /// [`BLOCKS_IN_BUDGET`] times (in a 64 MiB /dev/shm at 2 ranks: 3.9
-    /// MiB against a budget of 16).
+    /// ([`ShmConfig::spread`]), and the hot Bcast's window: the largest,
+    /// a power of two from [`WINDOW_BYTES`] down to [`LEAST_WINDOW_BYTES`],
+    /// with which rank 0's block and header still fit
+    /// [`BLOCKS_IN_BUDGET`] times, or none (in a 64 MiB /dev/shm: 512 KiB
+    /// at 2 ranks, 3.9 MiB against a budget of 16; 256 KiB at 3).
     pub fn geometry(&self, ranks: usize, budget: Option<usize>) -> Geometry {
         let geo = self.geometry_unspread(ranks, budget);
         let geo = Geometry { spread: self.spread(geo, budget), ..geo };
-        let with_window = geo.with_window(WINDOW_BYTES);
-        let fits = budget
-            .is_none_or(|budget| (with_window.block_bytes() + with_window.header_bytes()) * BLOCKS_IN_BUDGET <= budget);
-        if fits {
-            with_window
-        } else {
-            geo
-        }
+        let fits = |geo: &Geometry| {
+            budget.is_none_or(|budget| (geo.block_bytes() + geo.header_bytes()) * BLOCKS_IN_BUDGET <= budget)
+        };
+        std::iter::successors(Some(WINDOW_BYTES), |&bytes| (bytes > LEAST_WINDOW_BYTES).then_some(bytes / 2))
+            .map(|bytes| geo.with_window(bytes))
+            .find(fits)
+            .unwrap_or(geo)
     }
 
     /// [`ShmConfig::geometry`] with spread steps moving through the chunk
@@ -412,6 +412,12 @@ const BLOCK_VARIABLES: [&str; 8] = [
     "PCOLL_SHM_ROTATE",
     "PCOLL_SHM_SPREAD",
 ];
+
+/// The least window the node gives the hot Bcast ([`ShmConfig::geometry`]):
+/// four pieces; below, a window of a piece or two pays for its flags
+/// and leaves the 2-rank messages it serves best (16-512 KiB) to the
+/// queue anyway.
+pub const LEAST_WINDOW_BYTES: usize = 64 << 10;
 
 /// A rank's block of a segment with chunk areas moving through their
 /// default places takes at most this share (1/4) of its budget, which
@@ -724,6 +730,7 @@ pub fn parse_choice(coll: Coll, value: &str) -> Result<Choice, Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shm::segment::WINDOW_PIECE;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let vars: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -1103,6 +1110,39 @@ mod tests {
         assert!(parse(&[("PCOLL_SHM_ROTATE", "3")]).unwrap_err().to_string().contains("PCOLL_SHM_ROTATE"));
         let block = |rotations| Geometry { rotations, spread: 1, ..shm.geometry(2, None) }.block_bytes();
         assert_eq!(block(8) - block(1), 2 * 7 * (64 << 10), "two spans of 7 more chunks");
+    }
+
+    #[test]
+    fn the_hot_bcast_window_is_there_where_rank_0_s_share_of_the_budget_holds_it() {
+        use crate::driver::pool::default_budget;
+        let shm = ShmConfig::default();
+        let in_shm = |shm_bytes: usize, ranks: usize| shm.geometry(ranks, Some(default_budget(shm_bytes, ranks)));
+        let holds =
+            |geo: &Geometry, budget: usize| (geo.block_bytes() + geo.header_bytes()) * BLOCKS_IN_BUDGET <= budget;
+        for (shm_bytes, ranks, window) in [
+            (64 << 20, 2, WINDOW_BYTES),
+            (64 << 20, 3, 256 << 10),
+            (256 << 20, 8, WINDOW_BYTES),
+            (24 << 30, 64, WINDOW_BYTES),
+        ] {
+            let (geo, budget) = (in_shm(shm_bytes, ranks), default_budget(shm_bytes, ranks));
+            assert_eq!((geo.window, geo.window_pieces), (window, window / WINDOW_PIECE), "{shm_bytes} {ranks}");
+            assert!(holds(&geo, budget), "{shm_bytes} {ranks}");
+            let twice = geo.with_window(2 * window);
+            assert!(window == WINDOW_BYTES || !holds(&twice, budget), "the largest that fits: {shm_bytes} {ranks}");
+        }
+        // In a 64 MiB /dev/shm at 2 ranks: rank 0's 3.4 MiB block and its
+        // header of the window and the set controls, in 16 MiB.
+        let in_64m = in_shm(64 << 20, 2);
+        assert!((in_64m.block_bytes() + in_64m.header_bytes()) < 4 << 20, "{}", in_64m.block_bytes());
+        assert_eq!(in_shm(64 << 20, 8).window, 0, "a 64 MiB /dev/shm at 8 ranks");
+        // Where a block barely fits, no window: the calls take the queue.
+        let least = in_shm(64 << 20, 16);
+        let budget = least.block_bytes() * BLOCKS_IN_BUDGET;
+        let without = shm.geometry(16, Some(budget));
+        assert_eq!((without.window, without.window_pieces), (0, 0));
+        assert_eq!(without.header_bytes(), least.with_window(0).header_bytes());
+        assert_eq!(shm.geometry(64, None).window, WINDOW_BYTES, "no budget");
     }
 
     #[test]
