@@ -82,8 +82,8 @@ pub struct Geometry {
     pub spread: usize,
     /// The window every root of a hot Bcast writes into and every reader
     /// reads from ([`crate::algos::node::bcast_window`]): its bytes (0:
-    /// none), and the pieces it is flagged in (each `window / pieces`
-    /// bytes).
+    /// none), and the pieces it is flagged in
+    /// ([`Geometry::window_piece`] bytes each).
     pub window: usize,
     pub window_pieces: usize,
 }

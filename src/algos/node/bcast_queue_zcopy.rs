@@ -110,7 +110,7 @@ pub fn queue_or_zero_copy(team: &mut Team<'_>, data: &mut [u8], root: usize) -> 
     let zero_copy = hot && team.peers.is_some() && !team.settings.oversubscribed;
     if zero_copy && team.state.memory.adaptation.enabled {
         // A reader there follows the root's word as below.
-        return timed_way(team, data, root, true, true);
+        return timed_way(team, data, root, true);
     }
     as_root_says(team, data, root, if zero_copy { Route::ZeroCopy } else { Route::queue(hot) })
 }

@@ -158,7 +158,7 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
     let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
     // A reader follows the root's word there, whichever route it names.
     if team.rank != root || n < team.state.memory.bcast_method.from() || hot {
-        return timed_way(team, data, root, hot, hot);
+        return timed_way(team, data, root, hot);
     }
     let pick = team.state.memory.bcast_method.pick(n);
     let route = match pick.method {
@@ -179,17 +179,10 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
 /// The root's way for messages below [`TIMED_FROM`] and for `hot` ones
 /// of any size (from its last Bcast's buffer), and for
 /// `shm_queue_zcopy`'s hot messages: the queue or zero copy, as its
-/// timings of such messages favour, the queue's copies through the
-/// window where `window` allows and it suits the call
-/// ([`bcast_window::suits`]); a reader follows the root's word. The team
-/// must have [`Team::peers`].
-pub(super) fn timed_way(
-    team: &mut Team<'_>,
-    data: &mut [u8],
-    root: usize,
-    hot: bool,
-    window: bool,
-) -> Result<(), Mismatch> {
+/// timings of such messages favour, the queue's copies of hot ones
+/// through the window where it suits the call ([`bcast_window::suits`]);
+/// a reader follows the root's word. The team must have [`Team::peers`].
+pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: bool) -> Result<(), Mismatch> {
     if team.rank != root {
         return as_root_says(team, data, root, Route::Queue);
     }
@@ -203,7 +196,7 @@ pub(super) fn timed_way(
         wait_copied_out(team);
     }
     let route = match queue {
-        true if window && bcast_window::suits(team, root, n) => Route::Window,
+        true if hot && bcast_window::suits(team, root, n) => Route::Window,
         true => Route::queue(hot),
         false => Route::ZeroCopy,
     };
