@@ -6,7 +6,9 @@ compiler; pcoll_bench, preloaded at 2 ranks, runs a few sizes in each of
 its timing modes (sync, osu, b2b with the roots rotating back to back,
 b2b-cold) with every collective resolving to pcoll, and finds at every
 point pcoll's result equal to the stock MPI's and its send buffer
-intact (back to back, its Bcasts through the window all roots share); comm_cycles' communicator cycles give right Allreduce results.
+intact (back to back, its Bcasts and Gatherv blocks through the window
+all writers share); comm_cycles' communicator cycles give right
+Allreduce results.
 Nothing here looks at a time: speed is the benchmark's business, and
 kernels.c (half a minute) runs only under scripts/bench.sh --kernels;
 the kernels' results are the C tests' and cargo's.
@@ -23,9 +25,10 @@ MODES = ("sync", "osu", "b2b", "b2b-cold")
 # a step in a slot, a chunk area's, and zero copy or pieces
 SIZES = "8,8192,262144"
 COLLS = ("Allreduce", "Reduce", "Bcast", "Gatherv")
-# back to back, roots rotating on hot buffers, the shm Bcast's root read
-# the last call: its summary line
+# back to back, roots rotating on hot buffers, the shm Bcast's root and
+# the 2-rank Gatherv's owner read the last call: their summary lines
 WINDOW = "hot messages through the window"
+GATHERV_WINDOW = "hot blocks through the window"
 
 
 def compile_bench(r, mpi, name, exe, libs):
@@ -57,6 +60,9 @@ def run(r, mpi, lib, res):
                 problems.append("expected exit 0 and '0 point(s) failed the check'")
             if mode == "b2b" and WINDOW not in err:
                 problems.append("expected the summary's line '... %s' (Bcasts of 256 KiB, roots rotating)" % WINDOW)
+            if mode == "b2b" and GATHERV_WINDOW not in err:
+                problems.append("expected the summary's line '... %s' (Gathervs of 8 KiB, roots rotating)"
+                                % GATHERV_WINDOW)
             providers = {}
             for line in out.splitlines():
                 if line.startswith("#   MPI_") and " -> " in line:

@@ -145,7 +145,8 @@ pub struct ShmConfig {
     pub gatherv_copy_in_up_to: usize,
     /// PCOLL_SHM_GATHERV_HOT_COPY_IN: in a Gatherv's auto mode with timed
     /// routes, hot blocks of at most this many bytes may go through their
-    /// owner's area where the root's timings favour it.
+    /// owner's area where the root's timings favour it, and at 2 ranks
+    /// through the window.
     pub gatherv_hot_copy_in_up_to: usize,
     /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
     /// pipeline from this many bytes, against the queue below.

@@ -635,7 +635,9 @@ pub static SETTINGS: &[Setting] = &[
         doc: "in the node Gatherv `shm` with `PCOLL_SHM_ADAPT`, blocks that their owner sends again from the \
               buffer it sent its last one from (hot) of at most this many bytes (and at most a chunk area) \
               also go through their owner's area where the root has timed that faster than straight into its \
-              buffer; `0`: only those of `PCOLL_SHM_GATHERV_COPY_IN`",
+              buffer; at 2 ranks, hot blocks from 4 KiB to this many bytes (and at most the window) go \
+              through the node's window where their owner did not write its last call (with or without \
+              `PCOLL_SHM_ADAPT`); `0`: only those of `PCOLL_SHM_GATHERV_COPY_IN`, and no window",
     },
     Setting {
         name: "PCOLL_SHM_BCAST_TIMED",

@@ -3,7 +3,8 @@
 //!
 //! One segment per node communicator, mapped by every rank of the node. It
 //! starts with a header (owned by local rank 0): the seed-002 set
-//! counters, the hot Bcast window's words and, page-aligned, its bytes;
+//! counters, the window's words (hot Bcasts, 2-rank Gatherv blocks) and,
+//! page-aligned, its bytes;
 //! then one page-aligned block per rank, placed on that rank's NUMA node
 //! by first touch (the owner initialises it):
 //!
@@ -80,8 +81,9 @@ pub struct Geometry {
     /// call, spread through 8 places against 32: 32 KiB 3.3 / 2.0, 128
     /// KiB 8.5 / 5.6; docs/measurements.md).
     pub spread: usize,
-    /// The window every root of a hot Bcast writes into and every reader
-    /// reads from ([`crate::algos::node::bcast_window`]): its bytes (0:
+    /// The window every writer of a hot Bcast or 2-rank Gatherv block
+    /// writes into and every reader reads from
+    /// ([`crate::algos::node::window`]): its bytes (0:
     /// none), and the pieces it is flagged in
     /// ([`Geometry::window_piece`] bytes each).
     pub window: usize,
@@ -201,14 +203,15 @@ pub const ROTATIONS: usize = 8;
 /// MiB more per rank than 8 places.
 pub const SPREAD: usize = 32;
 
-/// Default bytes of the hot Bcast window, where the budget allows
+/// Default bytes of the window of hot Bcasts (and 2-rank Gatherv blocks),
+/// where the budget allows
 /// ([`crate::select::config::ShmConfig::geometry`]): messages up to it from
-/// a root that read the last one go through it (2 ranks, roots
+/// a writer that read the last one go through it (2 ranks, roots
 /// alternating, bare handover of 512 KiB in 13.3 us against 41 through a
 /// ring of 4 MiB; docs/measurements.md).
 pub const WINDOW_BYTES: usize = 512 << 10;
 
-/// Bytes of a window piece: the reader copies one while the root writes
+/// Bytes of a window piece: the reader copies one while the writer writes
 /// the next (bare handover, 128 KiB in pieces of 4 / 8 / 12 / 16 / 32 KiB:
 /// 4.81 / 4.09 / 3.55 / 3.41 / 3.71 us).
 pub const WINDOW_PIECE: usize = 16 << 10;

@@ -11,7 +11,7 @@
 //! PCOLL_SHM_ADAPT, the root times the two ways for such hot messages
 //! ([`super::bcast_timed`]), the queue's copies going through the window
 //! all roots share where the root did not write the last window call
-//! ([`super::bcast_window`]; 2 ranks, roots alternating back to back, 16
+//! ([`super::window`]; 2 ranks, roots alternating back to back, 16
 //! / 20 KiB: 0.94-1.11 / 1.09-1.29 against 1.12-1.21 / 1.33-1.39 us
 //! through the queue); without, zero copy. The root names its way in the
 //! first step, in which it publishes its head anyway; a reader follows
@@ -28,15 +28,15 @@
 //! needs every rank on a core at once). Memory: the queue's and the
 //! window's, and one word per rank for the last buffer, the timings of
 //! hot messages. Cost: the chosen way's, [`super::bcast_queue`],
-//! [`super::bcast_window`] or [`super::bcast_zcopy`].
+//! [`super::window`] or [`super::bcast_zcopy`].
 //! Seed: 002 (the queue); the choice by the buffer and the window are
 //! pcoll's own.
 
 use super::bcast_pipeline::pipeline;
 use super::bcast_queue::through_queue;
 use super::bcast_timed::timed_way;
-use super::bcast_window::through_window;
 use super::bcast_zcopy::{copy_across, offer, METHOD};
+use super::window::through_window;
 use super::{NodeCall, Team};
 use crate::exec::Combiner;
 use crate::shm::team::{Mismatch, Via};
@@ -45,7 +45,7 @@ use crate::shm::team::{Mismatch, Via};
 /// root's word in the first step (the `shm` Bcast's ways; the queue
 /// through its first slots, or through all of them for a message from
 /// the root's last buffer, [`Route::queue`]; the window,
-/// [`super::bcast_window`]).
+/// [`super::window`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Route {
     Queue,
@@ -177,7 +177,7 @@ pub(super) fn take_route(
         }
         Route::Window => {
             team.finish(s);
-            through_window(team, data, root);
+            through_window(team, data, root, s);
             Ok(())
         }
         Route::Pipeline => {

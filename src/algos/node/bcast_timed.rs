@@ -26,7 +26,7 @@
 //!
 //! Where the queue is picked for a hot message that fits the window and
 //! whose root was not the last window call's, the copies go through the
-//! window all roots share ([`super::bcast_window`]; 2 ranks, roots
+//! window all roots share ([`super::window`]; 2 ranks, roots
 //! alternating back to back: the root writes lines it has just read
 //! rather than lines its reader's cache holds); timed as the queue.
 //!
@@ -62,8 +62,8 @@ use std::time::Instant;
 use super::bcast_pipeline::pipeline;
 use super::bcast_queue::wait_counted_out;
 use super::bcast_queue_zcopy::{as_root_says, name_route, take_route, Route};
-use super::bcast_window;
 use super::bcast_zcopy::zero_copy;
+use super::window;
 use super::{NodeCall, Team};
 use crate::adapt::choice::{Alternative, TimedChoice};
 use crate::exec::Combiner;
@@ -180,7 +180,7 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
 /// of any size (from its last Bcast's buffer), and for
 /// `shm_queue_zcopy`'s hot messages: the queue or zero copy, as its
 /// timings of such messages favour, the queue's copies of hot ones
-/// through the window where it suits the call ([`bcast_window::suits`]);
+/// through the window where it suits the call ([`window::suits`]);
 /// a reader follows the root's word. The team must have [`Team::peers`].
 pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: bool) -> Result<(), Mismatch> {
     if team.rank != root {
@@ -196,7 +196,7 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         wait_copied_out(team);
     }
     let route = match queue {
-        true if hot && bcast_window::suits(team, root, n) => Route::Window,
+        true if hot && window::suits(team, root, n) => Route::Window,
         true => Route::queue(hot),
         false => Route::ZeroCopy,
     };
@@ -219,7 +219,7 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
 /// their copies.
 fn wait_copied_out(team: &Team<'_>) {
     wait_counted_out(team);
-    bcast_window::wait_read(team);
+    window::wait_read(team);
 }
 
 /// [`timed`], as the registry runs it.

@@ -44,6 +44,10 @@
 //!   each out as it lands and placing parts of its own block while none
 //!   has; while the ring is full, its owner writes pieces from the back
 //!   straight into the root's buffer ([`write_ring`]).
+//!   At 2 ranks a hot block of the window's sizes (`window_sized`: 4-256
+//!   KiB) whose owner did not write the window's last call goes through
+//!   the window the hot Bcasts use ([`super::window`]) instead: the owner
+//!   says so in a word of its first step, the root follows.
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
@@ -86,6 +90,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
+use super::window;
 use super::{NodeCall, Team};
 use crate::adapt::choice::{Alternative, TimedChoice};
 use crate::adapt::stores::{self, ReaderChoice, GATHERV_HOT_ROUTES, GATHERV_ROUTES};
@@ -485,7 +490,11 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     // block (0 elsewhere).
     let timed_len = len >= team.state.memory.adaptation.from();
     let arrived = if hot && timed_len && routes_timed(team, mode) { clock_ns() } else { 0 };
-    let route = (me != g.root && (direct(len) || either(len))).then(|| {
+    // At 2 ranks, a hot block through the window (see `window_sized`).
+    let window = me != g.root && hot && window_sized(team, mode, len) && window::suits(team, me, len);
+    // Whether the root's call went by the window (its timings do not count).
+    let mut windowed = false;
+    let route = (me != g.root && !window && (direct(len) || either(len))).then(|| {
         team.writable(s);
         owner_route(team, g.root, len, mode, hot)
     });
@@ -536,6 +545,25 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         for (r, (off, len)) in others().filter(|&(_, (_, len))| len > 0) {
             seen += 1;
             let expect = Expect(Some(len));
+            if window_sized(team, mode, len) {
+                // The owner's publish without pieces, its word saying the
+                // window, or the start of its block's usual way.
+                let way = team.writes_pieces(r, s, expect);
+                let by_window = matches!(way, Ok(false)) && team.word(r, s, WINDOW) == s;
+                match way.and_then(|_| if by_window { team.check(r, s, Via::Area, expect) } else { Ok(()) }) {
+                    Ok(()) if by_window => {
+                        window::read(team, &mut g.recv[off..off + len], r, s);
+                        team.state.memory.window_calls.gathers += 1;
+                        windowed = true;
+                        continue;
+                    }
+                    Ok(()) => {}
+                    Err(m) => {
+                        mismatch = mismatch.or(Some(m));
+                        continue;
+                    }
+                }
+            }
             let goes_direct = if either(len) {
                 // The owner's first piece, or its publish without pieces.
                 match team.writes_pieces(r, s, expect) {
@@ -623,6 +651,11 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             }
         }
         g.place_own_part(team, &mut placed, usize::MAX);
+        if p == 2 && mismatch.is_some() {
+            // The owner may have sent its block through the window, by its
+            // count: the window's numbers stay its own (see window::skip).
+            window::skip(team, 1 - me, s);
+        }
         if seen == p - 1 && mismatch.is_none() {
             // A root that has every peer's data of s knows them past the
             // previous call: as the next call's writer it need not read
@@ -630,6 +663,13 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
             // 0.58-0.60 -> 0.47-0.52 us under Open MPI).
             team.others_published(s);
         }
+    } else if window {
+        // The head and the way first: the root checks them before it reads.
+        team.writable(s);
+        team.set_word(s, WINDOW, s);
+        team.publish(s);
+        window::write(team, g.send, s);
+        team.state.memory.window_calls.gathers += 1;
     } else if !in_area {
         // The head first: a root that expects a small block waits for
         // this rank's data, not its own table's readers.
@@ -706,6 +746,9 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let start = arrivals.map(|arrivals| if hot_call { arrivals.start() } else { arrivals.start });
     // A call that tries the stores not in use does not count for a route,
     // whose estimate would carry the other stores' cost.
+    if windowed {
+        (timing, route_timed) = (None, None);
+    }
     let usual_stores = timing.as_ref().is_none_or(|timing| timing.in_use());
     if let (Some(mut timing), Some(start)) = (timing.filter(|_| routes.counts_for_stores()), start) {
         timing.started(start);
@@ -828,6 +871,28 @@ fn in_pieces(geo: &Geometry, len: usize) -> bool {
     len > WHOLE_UP_TO_PIECES * copy_piece(geo) && !geo.in_ring(len) && !in_lines(len)
 }
 
+/// Whether a block of `len` bytes may go through the node's window
+/// ([`window`]): at 2 ranks in the auto mode, from
+/// [`super::Sizes::gatherv_window_from`] bytes to the limit of hot blocks
+/// copied through the segment ([`super::Sizes::gatherv_hot_copy_in_up_to`],
+/// beyond which direct wins), where it fits. Its owner sends it there
+/// where it is hot and the owner did not write the last window call
+/// ([`window::suits`]: it writes the lines it read last as root), and
+/// says so in its word [`WINDOW`], which the root follows. Back to back
+/// with roots alternating, against the areas: 2 ranks, Intel MPI host,
+/// µs at 16 / 32 / 128 / 256 KiB, cores near 1.02 / 1.39 / 4.4 / 9.0
+/// against 1.39 / 2.02 / 5.8 / 11.1; below 4 KiB no faster, at 512 KiB a
+/// tenth slower than direct (docs/measurements.md).
+fn window_sized(team: &Team<'_>, mode: Mode, len: usize) -> bool {
+    let sizes = team.state.memory.sizes;
+    let up_to = team.seg.geo.window.min(sizes.gatherv_hot_copy_in_up_to);
+    team.size == 2 && mode == Mode::Auto && (sizes.gatherv_window_from..=up_to).contains(&len)
+}
+
+/// Default least bytes of a block that a 2-rank Gatherv may send through
+/// the window ([`super::Sizes::gatherv_window_from`]).
+pub const WINDOW_FROM: usize = 4096;
+
 /// Whether this rank sends its block from the buffer it sent its last
 /// one from, which is then taken to be in its caches; remembers this one.
 fn sent_again(team: &mut Team<'_>, send: &[u8]) -> bool {
@@ -855,6 +920,10 @@ const CLAIMS: usize = 0;
 const SOURCE: usize = 1;
 const TAIL: usize = 2;
 const HOT: usize = 3;
+/// An owner's block through the window: the window call's number (the
+/// step), in the word where the others say whether theirs is hot (0 or 1,
+/// never a step).
+const WINDOW: usize = HOT;
 /// An owner's arrival ([`clock_ns`]), with a hot block whose route is timed.
 const ARRIVED: usize = 4;
 /// Whether a direct block goes through its owner's ring instead

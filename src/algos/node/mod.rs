@@ -13,7 +13,6 @@ pub mod bcast_pipeline;
 pub mod bcast_queue;
 pub mod bcast_queue_zcopy;
 pub mod bcast_timed;
-pub mod bcast_window;
 pub mod bcast_zcopy;
 pub mod gatherv_shm;
 pub mod host_runs;
@@ -22,6 +21,7 @@ pub mod reduce_flat_zcopy;
 pub mod reduce_partition;
 pub mod reduce_zcopy;
 pub mod reduction;
+pub mod window;
 
 use crate::adapt::choice::TimedChoice;
 use crate::adapt::stores::ReaderChoice;
@@ -45,8 +45,8 @@ pub struct NodeMemory {
     pub sizes: Sizes,
     /// Seed 002's queue operations so far (the same on every rank).
     pub queue_ops: QueueOps,
-    /// The hot Bcast window's calls so far (the same on every rank).
-    pub window_calls: bcast_window::WindowCalls,
+    /// The window's last call and this rank's window calls so far.
+    pub window_calls: window::WindowCalls,
     /// Flat reduction: the ranks' chunks copied out of their slots' lines.
     pub line_copies: Vec<u8>,
     /// Gatherv: where this rank's last block came from, as a non-root (a
@@ -104,7 +104,7 @@ impl Default for NodeMemory {
             queue: QueueSettings::default(),
             sizes: Sizes::default(),
             queue_ops: QueueOps::default(),
-            window_calls: bcast_window::WindowCalls::default(),
+            window_calls: window::WindowCalls::default(),
             line_copies: Vec::new(),
             gatherv_sent: 0,
             gatherv_received: 0,
@@ -199,10 +199,13 @@ impl NodeMemory {
                 .into_iter()
                 .map(|l| format!("shm Bcast of hot messages as root: {l}")),
         );
-        let window_calls = self.window_calls.count;
-        if window_calls > 0 {
+        let window::WindowCalls { bcasts, gathers, .. } = self.window_calls;
+        if bcasts > 0 {
+            lines.push(format!("shm Bcast: {bcasts} hot messages through the window (their root read the last one)"));
+        }
+        if gathers > 0 {
             lines.push(format!(
-                "shm Bcast: {window_calls} hot messages through the window (their root read the last one)"
+                "shm Gatherv: {gathers} hot blocks through the window (2 ranks, their owner read the last one)"
             ));
         }
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
@@ -275,6 +278,9 @@ pub struct Sizes {
     /// may go through its owner's area ([`gatherv_shm::HOT_COPY_IN_UP_TO`],
     /// PCOLL_SHM_GATHERV_HOT_COPY_IN).
     pub gatherv_hot_copy_in_up_to: usize,
+    /// Gatherv at 2 ranks: the least hot block that goes through the
+    /// window ([`gatherv_shm::WINDOW_FROM`]).
+    pub gatherv_window_from: usize,
     /// `shm` Bcast: message bytes from which the root times its methods
     /// ([`bcast_timed::TIMED_FROM`], PCOLL_SHM_BCAST_TIMED).
     pub bcast_timed_from: usize,
@@ -288,6 +294,7 @@ impl Default for Sizes {
             gatherv_piece: gatherv_shm::PIECE,
             gatherv_copy_in_up_to: gatherv_shm::COPY_IN_UP_TO,
             gatherv_hot_copy_in_up_to: gatherv_shm::HOT_COPY_IN_UP_TO,
+            gatherv_window_from: gatherv_shm::WINDOW_FROM,
             bcast_timed_from: bcast_timed::TIMED_FROM,
         }
     }

@@ -121,10 +121,13 @@ fn reduction_mismatches(world: &'static World) {
 }
 
 /// Gatherv: the others send twice, then half, the count the root expects
-/// of them: the root gets MPI_ERR_TRUNCATE, then an error too.
+/// of them: the root gets MPI_ERR_TRUNCATE, then an error too. Each rank
+/// sends from one buffer, so that at 2 ranks a hot block may go through
+/// the node's window; hot Bcasts from the owner and valid Gathervs follow.
 fn gatherv_mismatches(world: &'static World) {
     let p = world.size;
     world.run(|h| {
+        let largest = bytes_of(&input(h.rank, 2 * COUNTS[COUNTS.len() - 1]));
         for count in COUNTS {
             for sent in [count * 2, count / 2] {
                 let root = p - 1;
@@ -132,13 +135,13 @@ fn gatherv_mismatches(world: &'static World) {
                 let counts: Vec<i32> = vec![count as i32; p];
                 let displs: Vec<i32> = (0..p).map(|r| (r * count) as i32).collect();
                 let mine = if is_root { count } else { sent };
-                let send = bytes_of(&input(h.rank, mine));
+                let send = &largest[..mine * 4];
                 let total = if is_root { p * count * 4 } else { 0 };
                 let mut recv = guarded_buffer(total, 0xEE);
                 let what = format!("a Gatherv of {count} i32 a rank, {sent} sent, rank {}", h.rank);
                 let rc = code(gatherv_call(
                     h,
-                    Some(&send),
+                    Some(send),
                     mine as i64,
                     Ty::I32,
                     &mut recv[..total],
@@ -151,9 +154,57 @@ fn gatherv_mismatches(world: &'static World) {
                 }
                 assert!(canary_intact(&recv, total), "{what}: written past the buffer");
                 next_call_is_right(h, &what);
+                next_bcasts_are_right(h, 0, &what);
+                next_gathervs_are_right(h, &largest, &what);
             }
         }
     });
+}
+
+/// Valid Bcasts from `root` right after an erroneous call: three of 16,000
+/// B from one buffer, so that the later ones are hot (a root that times
+/// its queue waits for the readers of the window's last call).
+fn next_bcasts_are_right(h: TestHost, root: usize, what: &str) {
+    let message = bytes_of(&input(root, 4000));
+    let mut buf = if h.rank == root { message.clone() } else { vec![0; message.len()] };
+    for call in 0..3 {
+        let rc = code(bcast_call(h, buf.as_mut_ptr().cast(), 4000, Ty::I32, root as i32, WORLD));
+        assert_eq!(rc, SUCCESS, "Bcast {call} after {what}");
+        assert_eq!(buf, message, "Bcast {call} from {root} after {what}, rank {}", h.rank);
+    }
+}
+
+/// Valid Gathervs right after an erroneous one: five of 12,000 B blocks,
+/// each rank's from the start of `buffer` (its `input` from the erroneous
+/// call's buffer, so that its blocks stay hot), roots alternating, so that at 2 ranks
+/// the last ones go through the node's window (its numbers agree on
+/// both ranks however the erroneous call took it, or not).
+fn next_gathervs_are_right(h: TestHost, buffer: &[u8], what: &str) {
+    let (p, count) = (h.world.size, 3000);
+    let send = &buffer[..count * 4];
+    let counts: Vec<i32> = vec![count as i32; p];
+    let displs: Vec<i32> = (0..p).map(|r| (r * count) as i32).collect();
+    let want: Vec<i32> = (0..p).flat_map(|r| input(r, count)).collect();
+    // The last one's owner is not the next erroneous call's (rank 0 at 2
+    // ranks), which may then take the window.
+    for call in 0..5 {
+        let root = call % p;
+        let mut recv = vec![0xEE; if h.rank == root { p * count * 4 } else { 0 }];
+        let rc = code(gatherv_call(
+            h,
+            Some(send),
+            count as i64,
+            Ty::I32,
+            &mut recv,
+            Some((&counts, &displs)),
+            root as i32,
+            WORLD,
+        ));
+        assert_eq!(rc, SUCCESS, "Gatherv {call} after {what}");
+        if h.rank == root {
+            assert_eq!(i32s_of(&recv), want, "Gatherv {call} to {root} after {what}");
+        }
+    }
 }
 
 /// The node's settings of these tests: 4 KiB chunks and chunk areas, so
