@@ -554,7 +554,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Gatherv,
         "shm",
-        "one node: copy-in for small blocks; large ones by zero copy or through their owners' areas, as the root's timings favour",
+        "one node: copy-in for small blocks; large ones by zero copy or through their owners' areas, as the root's timings favour; at 2 ranks hot blocks of 4-256 KiB whose owner did not write the last window call through the window the Bcasts share",
         node::gatherv_shm::run_auto,
         node::on_one_node,
     ),

@@ -343,6 +343,27 @@ fn assert_elements_from(recv: &[u8], p: usize, first: usize, context: impl Fn() 
     }
 }
 
+/// A Gatherv of `send` to `root` in the auto mode, not in place, after a
+/// jitter: the root's receive buffer of the layout's extent (filled with
+/// 0xEE first), empty elsewhere.
+fn auto_gather(
+    team: &mut Team<'_>,
+    send: &[u8],
+    (layout, extent): &(crate::core::call::GatherLayout, usize),
+    root: usize,
+    rng: &mut Rng,
+) -> Vec<u8> {
+    use super::gatherv_shm::{self as gatherv, Gather};
+    let rank = team.rank;
+    let mut recv = vec![0xEE; if rank == root { *extent } else { 0 }];
+    let none = Default::default();
+    let mut g =
+        Gather { send, recv: &mut recv, layout: if rank == root { layout } else { &none }, root, in_place: false };
+    jitter(rng);
+    node_call(team, send.len(), |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+    recv
+}
+
 /// A Gatherv layout of blocks of these lengths, one after the other in
 /// rank order, and its total bytes.
 fn packed(lens: impl Iterator<Item = usize>) -> (crate::core::call::GatherLayout, usize) {
@@ -769,7 +790,6 @@ fn window_broadcasts_deliver_every_byte_from_any_root_sequence() {
 #[test]
 fn gathers_at_two_ranks_share_the_window_with_the_bcasts() {
     use super::bcast_queue_zcopy::{as_root_says, Route};
-    use super::gatherv_shm::{self as gatherv, Gather};
     use super::window::suits;
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let (from, up_to) = (TEST_GATHERV_WINDOW_FROM, TEST_GEO.window);
@@ -814,18 +834,7 @@ fn gathers_at_two_ranks_share_the_window_with_the_bcasts() {
                     let windowed = windowed && (calls.last == 0 || calls.last_writer != rank);
                     owned.fetch_add(u64::from(windowed), Relaxed);
                 }
-                let (layout, extent) = packed((0..p).map(|_| len));
-                let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
-                let none = Default::default();
-                let mut g = Gather {
-                    send,
-                    recv: &mut recv,
-                    layout: if rank == root { &layout } else { &none },
-                    root,
-                    in_place: false,
-                };
-                jitter(&mut rng);
-                node_call(team, len, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+                let recv = auto_gather(team, send, &packed((0..p).map(|_| len)), root, &mut rng);
                 if rank == root {
                     let want: Vec<u8> = (0..p).flat_map(|r| (0..len).map(move |i| byte(r, i))).collect();
                     assert_eq!(recv, want, "p={p} call={call} root={root} len={len} hot={hot}");
@@ -1104,7 +1113,7 @@ fn gathers_follow_each_owners_spread() {
 /// block is in place.
 #[test]
 fn gathers_of_blocks_sent_either_way_are_exact() {
-    use super::gatherv_shm::{self as gatherv, Gather};
+    use super::gatherv_shm as gatherv;
     let (ring, chunk) = (TEST_GEO.ring_bytes, TEST_GEO.chunk);
     assert!(gatherv::WHOLE_UP_TO_PIECES * chunk / 8 < ring, "blocks past the ring are several pieces");
     for p in [2, 3, 5] {
@@ -1115,23 +1124,12 @@ fn gathers_of_blocks_sent_either_way_are_exact() {
             for call in 0..200 {
                 let root = call % p;
                 let lens: Vec<usize> = (0..p).map(|_| ring + 1 + plan.below(chunk - ring)).collect();
-                let (layout, extent) = packed(lens.iter().copied());
                 let byte = |r: usize, i: usize| (r * 41 + i * 13 + call) as u8;
                 let len = lens[rank];
                 let mut fresh = vec![0u8; len];
                 let send = if rng.below(2) == 0 { &mut kept[..len] } else { &mut fresh[..] };
                 send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
-                let mut recv = vec![0xEE; if rank == root { extent } else { 0 }];
-                let none = Default::default();
-                let mut g = Gather {
-                    send,
-                    recv: &mut recv,
-                    layout: if rank == root { &layout } else { &none },
-                    root,
-                    in_place: false,
-                };
-                jitter(&mut rng);
-                node_call(team, len, |team| gatherv::run(team, &mut g, gatherv::Mode::Auto));
+                let recv = auto_gather(team, send, &packed(lens.iter().copied()), root, &mut rng);
                 if rank == root {
                     let want: Vec<u8> = (0..p).flat_map(|r| (0..lens[r]).map(move |i| byte(r, i))).collect();
                     assert_eq!(recv, want, "p={p} call={call} root={root}");
