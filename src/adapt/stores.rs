@@ -287,6 +287,12 @@ impl<K: Alternative> ReaderChoice<K> {
         self.next[class].take().unwrap_or_else(|| self.choice.pick(largest))
     }
 
+    /// A timing that ends uncounted: its pick is the class's next.
+    pub fn put_back(&mut self, timing: ReaderTiming<K>) {
+        let class = self.choice.class(timing.largest);
+        self.next[class] = Some(timing.pick);
+    }
+
     /// A timed call from now whose largest block is `largest` bytes of
     /// `bytes` in all, by the method published for its class.
     pub fn timing(&mut self, largest: usize, bytes: usize) -> ReaderTiming<K> {
@@ -434,6 +440,14 @@ impl BcastStores {
     /// the root's tag).
     pub fn timed(&self) -> bool {
         matches!(self, BcastStores::Reader(_))
+    }
+
+    /// A call that moved no bytes through the segment after all (the
+    /// window): a reader counts no time, and keeps its pick for the next.
+    pub fn drop_timing<M: Adapting>(self, team: &mut Team<'_, M>) {
+        if let BcastStores::Reader(timing) = self {
+            team.state.memory.as_mut().bcast_stores.put_back(timing);
+        }
     }
 
     /// At the end of the call: a reader counts its time for the stores

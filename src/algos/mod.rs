@@ -500,7 +500,7 @@ pub static ALGORITHMS: &[Algorithm] = &[
     Algorithm::node(
         Coll::Bcast,
         "shm_pipeline",
-        "one node: through two shared chunks, copy-in and copy-out overlapped",
+        "one node: through two shared chunks, copy-in and copy-out overlapped; at 2 ranks hot messages from 2 KiB whose root did not write the last window call through the window the hot Bcasts and Gathervs share",
         node::bcast_pipeline::run_pipeline,
         node::on_one_node,
     ),

@@ -148,6 +148,9 @@ pub struct ShmConfig {
     /// owner's area where the root's timings favour it, and at 2 ranks
     /// through the window.
     pub gatherv_hot_copy_in_up_to: usize,
+    /// PCOLL_SHM_PIPELINE_WINDOW: at 2 ranks, hot `shm_pipeline` Bcasts of
+    /// at least this many bytes go through the window (0: none).
+    pub pipeline_window_from: usize,
     /// PCOLL_SHM_BCAST_TIMED: the `shm` Bcast times zero copy against the
     /// pipeline from this many bytes, against the queue below.
     pub bcast_timed_from: usize,
@@ -187,6 +190,7 @@ impl Default for ShmConfig {
             prefetch_out_from: None,
             gatherv_copy_in_up_to: Sizes::default().gatherv_copy_in_up_to,
             gatherv_hot_copy_in_up_to: Sizes::default().gatherv_hot_copy_in_up_to,
+            pipeline_window_from: Sizes::default().pipeline_window_from,
             bcast_timed_from: Sizes::default().bcast_timed_from,
             back_to_back_ns: crate::algos::node::host_runs::BACK_TO_BACK_NS,
             adapt: true,
@@ -304,6 +308,7 @@ impl ShmConfig {
         Sizes {
             gatherv_copy_in_up_to: self.gatherv_copy_in_up_to,
             gatherv_hot_copy_in_up_to: self.gatherv_hot_copy_in_up_to,
+            pipeline_window_from: self.pipeline_window_from,
             bcast_timed_from: self.bcast_timed_from,
             ..Sizes::default()
         }
@@ -807,6 +812,7 @@ mod tests {
         let sizes = shm.node_sizes();
         assert_eq!((sizes.gatherv_copy_in_up_to, sizes.bcast_timed_from), (8 << 10, 1 << 20));
         assert_eq!(sizes.sub_chunk, Sizes::default().sub_chunk);
+        assert_eq!(parse(&[("PCOLL_SHM_PIPELINE_WINDOW", "0")]).unwrap().shm.node_sizes().pipeline_window_from, 0);
         assert_eq!(ShmConfig::default().node_sizes(), Sizes::default());
         assert!(parse(&[("PCOLL_SHM_BCAST_TIMED", "0")]).unwrap_err().to_string().contains("PCOLL_SHM_BCAST_TIMED"));
         assert_eq!(parse(&[("PCOLL_SHM_BACK_TO_BACK", "2000")]).unwrap().shm.back_to_back_ns, 2000);
@@ -1079,6 +1085,7 @@ mod tests {
             ("PCOLL_SHM_PREFETCH_OUT", "0"),
             ("PCOLL_SHM_GATHERV_COPY_IN", "0"),
             ("PCOLL_SHM_GATHERV_HOT_COPY_IN", "0"),
+            ("PCOLL_SHM_PIPELINE_WINDOW", "0"),
             ("PCOLL_SHM_BCAST_TIMED", "1M"),
             ("PCOLL_SHM_BACK_TO_BACK", "2000"),
             ("PCOLL_SHM_ALLREDUCE_CHUNK", "1M"),

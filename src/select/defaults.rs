@@ -87,6 +87,12 @@ reduce nodes=1 shm_partition
 # 6.9-7.3 us, three hosts), on an EPYC VM the queue did (the same: 4.1
 # against 6.2 us; back to back 3.2 against 4.4) except between barriers
 # from 64 KiB (docs/measurements.md).
+# At 2 ranks shm_pipeline sends hot messages from 2 KiB through the
+# window where their root did not write the last window call: back to
+# back with roots alternating, EPYC VM, Intel host, cores near, 2 / 4 / 6
+# KiB 0.30-0.32 / 0.43-0.46 / 0.58 us against 0.40-0.49 / 0.99-1.02 /
+# 1.26-1.37 by the pipeline (stock 0.46-0.64 / 1.16-1.37 / 1.06-1.23);
+# between barriers, cold and synchronised as before (docs/measurements.md).
 bcast nodes=1 bytes<8K shm_pipeline
 # At 2 ranks from 8 KiB shm_queue_zcopy, on every host: back to back
 # with roots alternating its window beats the queue, and under Intel MPI

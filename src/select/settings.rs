@@ -640,6 +640,19 @@ pub static SETTINGS: &[Setting] = &[
               `PCOLL_SHM_ADAPT`); `0`: only those of `PCOLL_SHM_GATHERV_COPY_IN`, and no window",
     },
     Setting {
+        name: "PCOLL_SHM_PIPELINE_WINDOW",
+        accepts: Accepts::Number { min: 0, max: SIZE_MAX, zero: Some("none") },
+        show: |c| number_text(c.shm.pipeline_window_from),
+        set: |c, v| {
+            c.shm.pipeline_window_from = v.number();
+            Ok(())
+        },
+        doc: "in the node Bcast `shm_pipeline` (the rules' way below 8 KiB) at 2 ranks, messages of at least this \
+              many bytes (and at most the window) that their root sends again from the buffer of its last Bcast \
+              go through the node's window, as the hot Bcasts of `shm_queue_zcopy` and `shm` do, where their \
+              root did not write its last call; `0`: none",
+    },
+    Setting {
         name: "PCOLL_SHM_BCAST_TIMED",
         accepts: Accepts::Number { min: 1, max: SIZE_MAX, zero: None },
         show: |c| number_text(c.shm.bcast_timed_from),

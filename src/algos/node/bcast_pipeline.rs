@@ -11,30 +11,78 @@
 //! used. A message of up to `LINES * INLINE` bytes goes in the lines of
 //! the root's slot, which the readers wait for all at once
 //! ([`Team::put_lines`]), where the stores are not chosen.
+//! - At 2 ranks (the registry's `shm_pipeline`), a message from the root's
+//!   last Bcast's buffer (hot) of [`WINDOW_FROM`] bytes to the window's,
+//!   whose root did not write the last window call, goes through the
+//!   window the other hot Bcasts and Gathervs share ([`super::window`]):
+//!   the root says so in a word of its first step, the reader follows.
+//!   Back to back with roots alternating the root then writes lines it
+//!   has just read, not lines its reader's cache still holds (EPYC VM, 2
+//!   ranks, b2b, 2 / 4 / 6 KiB: 1.03-1.18 / 1.36-1.47 / 1.67-1.86 us
+//!   against the pipeline's 1.41-1.78 / 1.60-1.63 / 1.98-2.11, cores
+//!   apart; docs/measurements.md).
 //!
 //! Trace, p = 3, root 0, a message of three chunks a b c: the root copies
 //! a into one area and publishes; ranks 1 and 2 copy a out while the root
 //! copies b into its other area; the root waits until 1 and 2 are done
-//! with a before it copies c into the first area.
+//! with a before it copies c into the first area. The window, p = 2, root
+//! 1 hot: rank 1 publishes its first step with its number in a word and
+//! writes the window's pieces; rank 0 sees the word and reads them.
 //!
 //! Limitations: one node; every reader copies the whole message out of
 //! the root's areas and every chunk costs a flag round trip, so for large
-//! messages zero copy wins where the ranks have a core each. Memory: the
-//! segment's chunk areas. Cost, `c` bytes a chunk:
+//! messages zero copy wins where the ranks have a core each; the root
+//! judges hot by its own buffer only. Memory: the segment's chunk areas
+//! (and the window). Cost, `c` bytes a chunk:
 //! `(⌈m/c⌉ + 1) (c β_copy + t_flag)`: the message moves once in and once
 //! out, overlapped but for one chunk.
 //! Seed: none (pcoll's baseline; seed 002's queue pipelines the same way
 //! through more slots, with a notification tree).
 
+use super::window::{self, through_window};
 use super::{NodeCall, Team};
 use crate::adapt::stores::BcastStores;
 use crate::exec::Combiner;
 use crate::shm::prefetch;
 use crate::shm::team::{in_lines, Expect, Mismatch, Via};
 
+/// The least hot message that goes through the window at 2 ranks
+/// (PCOLL_SHM_PIPELINE_WINDOW): from 2 KiB the window was ahead back to
+/// back with roots alternating; at 1 KiB it tied (0.96-1.01 against
+/// 1.01-1.08 us), at 512 B it lost (0.94 against 0.71-0.75).
+pub const WINDOW_FROM: usize = 2 << 10;
+
 /// The pipeline through the chunk areas. `data` is the whole message at
 /// every rank (the root's to send, the others' to fill).
 pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mismatch> {
+    pipeline_or_window(team, data, root, None)
+}
+
+/// Whether a message of `n` bytes may go through the window
+/// ([`pipeline_or_window`]): at 2 ranks, from
+/// [`super::Sizes::pipeline_window_from`] bytes to the window's, beyond a
+/// slot's lines. The same on every rank.
+fn window_sized(team: &Team<'_>, n: usize) -> bool {
+    let from = team.state.memory.sizes.pipeline_window_from;
+    let geo = team.seg.geo;
+    team.size == 2 && from > 0 && n >= from && !in_lines(n) && geo.window_pieces > 0 && n <= geo.window
+}
+
+/// [`pipeline`], or where `window` says the message may go through the
+/// window ([`window_sized`]), whether the root's is `hot` (its last
+/// Bcast's buffer): a hot message whose root did not write the last
+/// window call ([`window::suits`]) goes through it.
+fn pipeline_or_window(team: &mut Team<'_>, data: &mut [u8], root: usize, window: Option<bool>) -> Result<(), Mismatch> {
+    if team.rank == root && window.is_some_and(|hot| hot && window::suits(team, root, data.len())) {
+        let s = team.next_step();
+        // The head and the way first: the reader checks them before it reads.
+        team.writable(s);
+        team.set_word(s, WINDOW, s);
+        team.publish(s);
+        team.finish(s);
+        through_window(team, data, root, s);
+        return Ok(());
+    }
     let chunk = team.seg.geo.chunk;
     let stream_out = team.streams_out(data.len());
     let stores = BcastStores::start(team, root, data.len());
@@ -68,8 +116,25 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(),
         } else {
             // Misses on the chunk overlap the wait for the root.
             prefetch::small(&data[off..off + len], prefetch::LONG_WAIT);
+            if off == 0 && window.is_some() {
+                match by_window(team, root, s, len) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        // Not a call of the pipeline's copies: its time is none of theirs.
+                        stores.drop_timing(team);
+                        team.finish(s);
+                        through_window(team, data, root, s);
+                        return Ok(());
+                    }
+                    Err(mismatch) => {
+                        // The root may have written the window, by its count.
+                        window::skip(team, root, s);
+                        return Err(mismatch);
+                    }
+                }
+            }
             let from_root = team.wait_data(root, s, len)?;
-            if off == 0 {
+            if off == 0 && window.is_none() {
                 team.check(root, s, team.via(len, false), team.mine())?;
             }
             crate::shm::stream::copy_out(&mut data[off..off + len], from_root, stream_out, team.settings.ahead);
@@ -84,12 +149,29 @@ pub fn pipeline(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(),
     Ok(())
 }
 
-/// The published word of a pipeline's first step where the readers choose
-/// the stores: whether the root's copies streamed ([`BcastStores`]).
-const STORES: usize = 0;
+/// A reader's first step of a message that may come through the window:
+/// waits for the root's publish and checks its head; whether the root's
+/// word says the window (the call's number, never a stale word's).
+fn by_window(team: &Team<'_>, root: usize, s: u64, len: usize) -> Result<bool, Mismatch> {
+    team.wait_data(root, s, len)?;
+    let windowed = team.word(root, s, WINDOW) == s;
+    let via = if windowed { Via::Area } else { team.via(len, false) };
+    team.check(root, s, via, team.mine())?;
+    Ok(windowed)
+}
 
-/// [`pipeline`], as the registry runs it.
+/// The published words of a pipeline's first step: where the readers
+/// choose the stores, whether the root's copies streamed
+/// ([`BcastStores`]); the window call's number where the message goes
+/// through the window.
+const STORES: usize = 0;
+const WINDOW: usize = 1;
+
+/// [`pipeline`], at 2 ranks with the window for hot messages, as the
+/// registry runs it.
 pub fn run_pipeline(team: &mut Team<'_>, call: NodeCall<'_>, _: &dyn Combiner) -> Result<(), Mismatch> {
     let (data, root) = call.into_bcast();
-    pipeline(team, data, root)
+    let hot = super::same_buffer_again(&mut team.state.memory.bcast_buffer, data.as_ptr());
+    let window = window_sized(team, data.len()).then_some(hot);
+    pipeline_or_window(team, data, root, window)
 }

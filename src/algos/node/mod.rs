@@ -281,6 +281,10 @@ pub struct Sizes {
     /// Gatherv at 2 ranks: the least hot block that goes through the
     /// window ([`gatherv_shm::WINDOW_FROM`]).
     pub gatherv_window_from: usize,
+    /// `shm_pipeline` Bcast at 2 ranks: the least hot message that goes
+    /// through the window ([`bcast_pipeline::WINDOW_FROM`],
+    /// PCOLL_SHM_PIPELINE_WINDOW; 0: none).
+    pub pipeline_window_from: usize,
     /// `shm` Bcast: message bytes from which the root times its methods
     /// ([`bcast_timed::TIMED_FROM`], PCOLL_SHM_BCAST_TIMED).
     pub bcast_timed_from: usize,
@@ -295,6 +299,7 @@ impl Default for Sizes {
             gatherv_copy_in_up_to: gatherv_shm::COPY_IN_UP_TO,
             gatherv_hot_copy_in_up_to: gatherv_shm::HOT_COPY_IN_UP_TO,
             gatherv_window_from: gatherv_shm::WINDOW_FROM,
+            pipeline_window_from: bcast_pipeline::WINDOW_FROM,
             bcast_timed_from: bcast_timed::TIMED_FROM,
         }
     }

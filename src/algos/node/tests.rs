@@ -115,6 +115,11 @@ pub(super) const TEST_TIMED_BCAST_FROM: usize = 256;
 /// through the window (4 KiB by default), below the test segment's window.
 pub(super) const TEST_GATHERV_WINDOW_FROM: usize = 40;
 
+/// Bcast messages from which the threaded tests' hot `shm_pipeline`
+/// messages at 2 ranks go through the window (2 KiB by default), below
+/// the test segment's window.
+pub(super) const TEST_PIPELINE_WINDOW_FROM: usize = 48;
+
 /// Zero-copy sub-chunks of 40 bytes, flat Reduce chunks from 16 and
 /// direct Gatherv pieces of 24 (256 KiB, 16 KiB and 64 KiB by default),
 /// so that the threaded tests' small vectors and blocks run the sub-chunk
@@ -129,6 +134,7 @@ pub(super) const TEST_SIZES: Sizes = Sizes {
     gatherv_copy_in_up_to: super::gatherv_shm::COPY_IN_UP_TO,
     gatherv_hot_copy_in_up_to: super::gatherv_shm::HOT_COPY_IN_UP_TO,
     gatherv_window_from: TEST_GATHERV_WINDOW_FROM,
+    pipeline_window_from: TEST_PIPELINE_WINDOW_FROM,
     bcast_timed_from: TEST_TIMED_BCAST_FROM,
 };
 
@@ -847,6 +853,78 @@ fn gathers_at_two_ranks_share_the_window_with_the_bcasts() {
             assert_eq!(counted.load(Relaxed), owned, "p={p} rank={rank}: window Gathervs");
         }
         assert_eq!(owned > 0, p == 2, "p={p}: {owned} window Gathervs");
+    }
+}
+
+/// `shm_pipeline` Bcasts as the registry runs them, with window Gathervs
+/// between: 600 calls at 2 and 3 ranks, roots repeating, alternating or
+/// jumping, each rank's buffer its last or a new one, lengths around the
+/// window's bounds and a slot's lines, ranks drifting apart. Every byte
+/// arrives; a root takes the window where its message is hot, of the
+/// window's sizes, and it did not write the last window call, and both
+/// ranks count those calls. At 3 ranks none. (Erroneous calls:
+/// driver::tests::mismatch.)
+#[test]
+fn pipeline_bcasts_at_two_ranks_take_the_window_when_hot() {
+    use super::bcast_pipeline::run_pipeline;
+    use super::window::suits;
+    use super::NodeCall;
+    use std::sync::atomic::Ordering::Relaxed;
+    // A window larger than a chunk and a slot's lines, so that pipelines
+    // of several chunks and the window share its sizes.
+    let geo = Geometry { window: 480, window_pieces: 3, ..TEST_GEO };
+    let (from, up_to) = (TEST_PIPELINE_WINDOW_FROM.max(LINES * INLINE + 1), geo.window);
+    let unused = Interval { combined: AtomicU64::new(0) };
+    for p in [2, 3] {
+        // Window Bcasts by the roots' rule, and as each rank counted them.
+        let rooted = AtomicU64::new(0);
+        let counted: Vec<AtomicU64> = (0..p).map(|_| AtomicU64::new(0)).collect();
+        on_threads(p, geo, |rank, team| {
+            let mut rng = Rng(p as u64 * 71 + rank as u64);
+            let mut plan = Rng(p as u64 + 7077);
+            let (mut kept, mut kept_block) = (vec![0u8; up_to + 8], vec![0u8; up_to]);
+            let mut root = 0;
+            for call in 0..600 {
+                root = match plan.below(4) {
+                    0 => root,
+                    1 | 2 => (root + 1) % p,
+                    _ => plan.below(p),
+                };
+                let hot = plan.below(3) != 0;
+                if plan.below(5) == 0 {
+                    let len = TEST_GATHERV_WINDOW_FROM + plan.below(up_to - TEST_GATHERV_WINDOW_FROM + 1);
+                    let mut fresh = vec![rank as u8; len];
+                    let send = if hot { &mut kept_block[..len] } else { &mut fresh[..] };
+                    send.fill(rank as u8);
+                    let recv = auto_gather(team, send, &packed((0..p).map(|_| len)), root, &mut rng);
+                    if rank == root {
+                        assert!(recv.chunks(len).enumerate().all(|(r, b)| b.iter().all(|&x| x == r as u8)));
+                    }
+                    continue;
+                }
+                let n = [plan.below(from), from + plan.below(up_to - from + 1), plan.below(up_to + 8)][plan.below(3)];
+                let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
+                let mut fresh = vec![0xEE; n];
+                let data = if hot { &mut kept[..n] } else { &mut fresh[..] };
+                if rank == root {
+                    data.copy_from_slice(&want);
+                    let again = team.state.memory.bcast_buffer == data.as_ptr() as usize;
+                    let windowed = p == 2 && again && (from..=up_to).contains(&n) && suits(team, root, n);
+                    rooted.fetch_add(u64::from(windowed), Relaxed);
+                } else {
+                    data.fill(0xEE);
+                }
+                jitter(&mut rng);
+                node_call(team, n, |team| run_pipeline(team, NodeCall::bcast(data, root), &unused));
+                assert_eq!(data, &want[..], "p={p} rank={rank} call={call} root={root} n={n} hot={hot}");
+            }
+            counted[rank].store(team.state.memory.window_calls.bcasts, Relaxed);
+        });
+        let rooted = rooted.load(Relaxed);
+        for (rank, counted) in counted.iter().enumerate() {
+            assert_eq!(counted.load(Relaxed), rooted, "p={p} rank={rank}: window Bcasts");
+        }
+        assert_eq!(rooted > 0, p == 2, "p={p}: {rooted} window Bcasts");
     }
 }
 
