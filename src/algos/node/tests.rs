@@ -797,63 +797,41 @@ fn window_broadcasts_deliver_every_byte_from_any_root_sequence() {
 fn gathers_at_two_ranks_share_the_window_with_the_bcasts() {
     use super::bcast_queue_zcopy::{as_root_says, Route};
     use super::window::suits;
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let (from, up_to) = (TEST_GATHERV_WINDOW_FROM, TEST_GEO.window);
-    for p in [2, 3] {
-        // Window Gathervs by their owners' rule, and as each rank counted them.
-        let owned = AtomicU64::new(0);
-        let counted: Vec<AtomicU64> = (0..p).map(|_| AtomicU64::new(0)).collect();
-        on_threads(p, TEST_GEO, |rank, team| {
-            let mut rng = Rng(p as u64 * 61 + rank as u64);
-            let mut plan = Rng(p as u64 + 4242);
-            let mut kept = [0u8; TEST_GEO.chunk + 8];
-            let mut root = 0;
-            for call in 0..600 {
-                root = match plan.below(4) {
-                    0 => root,
-                    1 | 2 => (root + 1) % p,
-                    _ => plan.below(p),
-                };
-                if plan.below(4) == 0 {
-                    let n = plan.below(up_to + 2);
-                    let fits = n <= up_to;
-                    let route =
-                        if fits && suits(team, root, n) { Route::Window } else { Route::queue(plan.below(2) == 0) };
-                    let want: Vec<u8> = (0..n).map(|i| (i * 5 + call + root) as u8).collect();
-                    let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
-                    jitter(&mut rng);
-                    node_call(team, n, |team| as_root_says(team, &mut data, root, route));
-                    assert_eq!(data, want, "p={p} rank={rank} call={call}: the Bcast");
-                    continue;
-                }
-                let len = [plan.below(from), from + plan.below(up_to - from + 1), plan.below(TEST_GEO.chunk + 8)]
-                    [plan.below(3)];
-                let hot = plan.below(3) != 0;
-                let byte = |r: usize, i: usize| (r * 29 + i * 3 + call) as u8;
-                let mut fresh = vec![0u8; len];
-                let send = if hot { &mut kept[..len] } else { &mut fresh[..] };
-                send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
-                let calls = team.state.memory.window_calls;
-                let last_sent = team.state.memory.gatherv_sent;
-                if rank != root {
-                    let windowed = p == 2 && last_sent == send.as_ptr() as usize && (from..=up_to).contains(&len);
-                    let windowed = windowed && (calls.last == 0 || calls.last_writer != rank);
-                    owned.fetch_add(u64::from(windowed), Relaxed);
-                }
-                let recv = auto_gather(team, send, &packed((0..p).map(|_| len)), root, &mut rng);
-                if rank == root {
-                    let want: Vec<u8> = (0..p).flat_map(|r| (0..len).map(move |i| byte(r, i))).collect();
-                    assert_eq!(recv, want, "p={p} call={call} root={root} len={len} hot={hot}");
-                }
-            }
-            counted[rank].store(team.state.memory.window_calls.gathers, Relaxed);
-        });
-        let owned = owned.load(Relaxed);
-        for (rank, counted) in counted.iter().enumerate() {
-            assert_eq!(counted.load(Relaxed), owned, "p={p} rank={rank}: window Gathervs");
+    let calls = |team: &mut Team<'_>, call: usize, root: usize, kept: &mut [u8], rng: &mut Rng, plan: &mut Rng| {
+        let (rank, p) = (team.rank, team.size);
+        if plan.below(4) == 0 {
+            let n = plan.below(up_to + 2);
+            let fits = n <= up_to;
+            let route = if fits && suits(team, root, n) { Route::Window } else { Route::queue(plan.below(2) == 0) };
+            let want: Vec<u8> = (0..n).map(|i| (i * 5 + call + root) as u8).collect();
+            let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+            jitter(rng);
+            node_call(team, n, |team| as_root_says(team, &mut data, root, route));
+            assert_eq!(data, want, "p={p} rank={rank} call={call}: the Bcast");
+            return false;
         }
-        assert_eq!(owned > 0, p == 2, "p={p}: {owned} window Gathervs");
-    }
+        let len =
+            [plan.below(from), from + plan.below(up_to - from + 1), plan.below(TEST_GEO.chunk + 8)][plan.below(3)];
+        let hot = plan.below(3) != 0;
+        let byte = |r: usize, i: usize| (r * 29 + i * 3 + call) as u8;
+        let mut fresh = vec![0u8; len];
+        let send = if hot { &mut kept[..len] } else { &mut fresh[..] };
+        send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
+        let last = team.state.memory.window_calls;
+        let again = team.state.memory.gatherv_sent == send.as_ptr() as usize;
+        let windowed = rank != root && p == 2 && again && (from..=up_to).contains(&len);
+        let windowed = windowed && (last.last == 0 || last.last_writer != rank);
+        let recv = auto_gather(team, send, &packed((0..p).map(|_| len)), root, rng);
+        if rank == root {
+            let want: Vec<u8> = (0..p).flat_map(|r| (0..len).map(move |i| byte(r, i))).collect();
+            assert_eq!(recv, want, "p={p} call={call} root={root} len={len} hot={hot}");
+        }
+        windowed
+    };
+    window_calls_as_predicted(TEST_GEO, TEST_GEO.chunk + 8, "window Gathervs", calls, |team| {
+        team.state.memory.window_calls.gathers
+    });
 }
 
 /// `shm_pipeline` Bcasts as the registry runs them, with window Gathervs
@@ -869,20 +847,68 @@ fn pipeline_bcasts_at_two_ranks_take_the_window_when_hot() {
     use super::bcast_pipeline::run_pipeline;
     use super::window::suits;
     use super::NodeCall;
-    use std::sync::atomic::Ordering::Relaxed;
     // A window larger than a chunk and a slot's lines, so that pipelines
     // of several chunks and the window share its sizes.
     let geo = Geometry { window: 480, window_pieces: 3, ..TEST_GEO };
     let (from, up_to) = (TEST_PIPELINE_WINDOW_FROM.max(LINES * INLINE + 1), geo.window);
     let unused = Interval { combined: AtomicU64::new(0) };
+    let calls = |team: &mut Team<'_>, call: usize, root: usize, kept: &mut [u8], rng: &mut Rng, plan: &mut Rng| {
+        let (rank, p) = (team.rank, team.size);
+        let (kept, kept_block) = kept.split_at_mut(up_to + 8);
+        let hot = plan.below(3) != 0;
+        if plan.below(5) == 0 {
+            let len = TEST_GATHERV_WINDOW_FROM + plan.below(up_to - TEST_GATHERV_WINDOW_FROM + 1);
+            let mut fresh = vec![0u8; len];
+            let send = if hot { &mut kept_block[..len] } else { &mut fresh[..] };
+            send.fill(rank as u8);
+            let recv = auto_gather(team, send, &packed((0..p).map(|_| len)), root, rng);
+            if rank == root {
+                assert!(recv.chunks(len).enumerate().all(|(r, b)| b.iter().all(|&x| x == r as u8)));
+            }
+            return false;
+        }
+        let n = [plan.below(from), from + plan.below(up_to - from + 1), plan.below(up_to + 8)][plan.below(3)];
+        let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
+        let mut fresh = vec![0xEE; n];
+        let data = if hot { &mut kept[..n] } else { &mut fresh[..] };
+        let mut windowed = false;
+        if rank == root {
+            data.copy_from_slice(&want);
+            let again = team.state.memory.bcast_buffer == data.as_ptr() as usize;
+            windowed = p == 2 && again && (from..=up_to).contains(&n) && suits(team, root, n);
+        } else {
+            data.fill(0xEE);
+        }
+        jitter(rng);
+        node_call(team, n, |team| run_pipeline(team, NodeCall::bcast(data, root), &unused));
+        assert_eq!(data, &want[..], "p={p} rank={rank} call={call} root={root} n={n} hot={hot}");
+        windowed
+    };
+    window_calls_as_predicted(geo, 2 * up_to + 8, "window Bcasts", calls, |team| team.state.memory.window_calls.bcasts);
+}
+
+/// The frame of the window tests: 600 calls at 2 and 3 ranks, each run by
+/// `calls(team, call, root, kept, rng, plan)` with roots repeating,
+/// alternating or jumping (from `plan`, the same on every rank), `kept`
+/// the rank's buffer of `kept_bytes` for all its calls, and `rng` its own
+/// for jitter; `calls` says whether its rule predicts a window call on
+/// this rank, which one rank of each such call does. Every rank's count
+/// (`counted`) of `what` matches the predictions: some at 2 ranks, none at
+/// 3.
+fn window_calls_as_predicted(
+    geo: Geometry,
+    kept_bytes: usize,
+    what: &str,
+    calls: impl Fn(&mut Team<'_>, usize, usize, &mut [u8], &mut Rng, &mut Rng) -> bool + Sync,
+    counted: impl Fn(&Team<'_>) -> u64 + Sync,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
     for p in [2, 3] {
-        // Window Bcasts by the roots' rule, and as each rank counted them.
-        let rooted = AtomicU64::new(0);
-        let counted: Vec<AtomicU64> = (0..p).map(|_| AtomicU64::new(0)).collect();
+        let predicted = AtomicU64::new(0);
+        let counts: Vec<AtomicU64> = (0..p).map(|_| AtomicU64::new(0)).collect();
         on_threads(p, geo, |rank, team| {
-            let mut rng = Rng(p as u64 * 71 + rank as u64);
-            let mut plan = Rng(p as u64 + 7077);
-            let (mut kept, mut kept_block) = (vec![0u8; up_to + 8], vec![0u8; up_to]);
+            let (mut rng, mut plan) = (Rng(p as u64 * 61 + rank as u64), Rng(p as u64 + 4242));
+            let mut kept = vec![0u8; kept_bytes];
             let mut root = 0;
             for call in 0..600 {
                 root = match plan.below(4) {
@@ -890,41 +916,16 @@ fn pipeline_bcasts_at_two_ranks_take_the_window_when_hot() {
                     1 | 2 => (root + 1) % p,
                     _ => plan.below(p),
                 };
-                let hot = plan.below(3) != 0;
-                if plan.below(5) == 0 {
-                    let len = TEST_GATHERV_WINDOW_FROM + plan.below(up_to - TEST_GATHERV_WINDOW_FROM + 1);
-                    let mut fresh = vec![rank as u8; len];
-                    let send = if hot { &mut kept_block[..len] } else { &mut fresh[..] };
-                    send.fill(rank as u8);
-                    let recv = auto_gather(team, send, &packed((0..p).map(|_| len)), root, &mut rng);
-                    if rank == root {
-                        assert!(recv.chunks(len).enumerate().all(|(r, b)| b.iter().all(|&x| x == r as u8)));
-                    }
-                    continue;
-                }
-                let n = [plan.below(from), from + plan.below(up_to - from + 1), plan.below(up_to + 8)][plan.below(3)];
-                let want: Vec<u8> = (0..n).map(|i| (i * 7 + call + root) as u8).collect();
-                let mut fresh = vec![0xEE; n];
-                let data = if hot { &mut kept[..n] } else { &mut fresh[..] };
-                if rank == root {
-                    data.copy_from_slice(&want);
-                    let again = team.state.memory.bcast_buffer == data.as_ptr() as usize;
-                    let windowed = p == 2 && again && (from..=up_to).contains(&n) && suits(team, root, n);
-                    rooted.fetch_add(u64::from(windowed), Relaxed);
-                } else {
-                    data.fill(0xEE);
-                }
-                jitter(&mut rng);
-                node_call(team, n, |team| run_pipeline(team, NodeCall::bcast(data, root), &unused));
-                assert_eq!(data, &want[..], "p={p} rank={rank} call={call} root={root} n={n} hot={hot}");
+                let windowed = calls(team, call, root, &mut kept, &mut rng, &mut plan);
+                predicted.fetch_add(u64::from(windowed), Relaxed);
             }
-            counted[rank].store(team.state.memory.window_calls.bcasts, Relaxed);
+            counts[rank].store(counted(team), Relaxed);
         });
-        let rooted = rooted.load(Relaxed);
-        for (rank, counted) in counted.iter().enumerate() {
-            assert_eq!(counted.load(Relaxed), rooted, "p={p} rank={rank}: window Bcasts");
+        let predicted = predicted.load(Relaxed);
+        for (rank, count) in counts.iter().enumerate() {
+            assert_eq!(count.load(Relaxed), predicted, "p={p} rank={rank}: {what}");
         }
-        assert_eq!(rooted > 0, p == 2, "p={p}: {rooted} window Bcasts");
+        assert_eq!(predicted > 0, p == 2, "p={p}: {predicted} {what}");
     }
 }
 
