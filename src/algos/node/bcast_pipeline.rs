@@ -18,9 +18,11 @@
 //!   the root says so in a word of its first step, the reader follows.
 //!   Back to back with roots alternating the root then writes lines it
 //!   has just read, not lines its reader's cache still holds (EPYC VM, 2
-//!   ranks, b2b, 2 / 4 / 6 KiB: 1.03-1.18 / 1.36-1.47 / 1.67-1.86 us
-//!   against the pipeline's 1.41-1.78 / 1.60-1.63 / 1.98-2.11, cores
-//!   apart; docs/measurements.md).
+//!   ranks, b2b, Intel host, cores near, 2 / 4 / 6 KiB: 0.30-0.32 /
+//!   0.43-0.46 / 0.58 us against the pipeline's 0.40-0.49 / 0.99-1.02 /
+//!   1.26-1.37; docs/measurements.md). A reader whose message may come
+//!   that way reads the word in the line of words beside the root's
+//!   flags, which its cache keeps while the root writes no word.
 //!
 //! Trace, p = 3, root 0, a message of three chunks a b c: the root copies
 //! a into one area and publishes; ranks 1 and 2 copy a out while the root
