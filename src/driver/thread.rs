@@ -21,7 +21,9 @@
 //! - `scratch`: the scratch buffer of schedules and node reductions (a
 //!   fresh large allocation per call costs a page fault per page);
 //! - `layout`: the last Gatherv layout computed at a root
-//!   ([`super::gatherv`]).
+//!   ([`super::gatherv`]);
+//! - `gatherv_buffers`: where the last Gatherv's send and receive buffers
+//!   were, taken to be in cache when they come again ([`super::gatherv`]).
 //!
 //! And `busy`, the reentry guard: set while the thread is inside a pcoll
 //! call, so that a collective called from inside it (by a user-defined
@@ -62,6 +64,7 @@ pub struct PerThread<H: Host> {
     pub(super) types: RefCell<[Option<KnownType<H>>; 4]>,
     scratch: Cell<Vec<u8>>,
     pub(super) layout: Cell<LayoutMemo>,
+    pub(super) gatherv_buffers: Cell<[usize; 2]>,
 }
 
 impl<H: Host> PerThread<H> {
@@ -76,6 +79,7 @@ impl<H: Host> PerThread<H> {
             types: RefCell::new([None; 4]),
             scratch: Cell::new(Vec::new()),
             layout: Cell::new(LayoutMemo::new()),
+            gatherv_buffers: Cell::new([0; 2]),
         }
     }
 
