@@ -64,6 +64,7 @@ pub fn reduction<H: Host>(
             },
         )
     };
+    t.ask_for_new(coll, send, is_reduction_root(desc).then_some(&*recv));
     let (state, call) = (prepared.state(), &prepared.call);
     let combine = prepared.combine.as_ref().expect("a reduction has its operator");
     Done(verify::reduction(host, rt, t, state, call, send, recv, (datatype, op, count), |send, recv| {
@@ -329,6 +330,7 @@ fn run_bcast<H: Host>(
     datatype: H::Datatype,
     count: i64,
 ) -> Code {
+    t.ask_for_new(Coll::Bcast, None, Some(&*data));
     let (state, call) = (prepared.state(), &prepared.call);
     let type_size = data.len() / count as usize;
     verify::bcast(host, rt, state, call, data, (datatype, type_size, count), |data| {

@@ -27,7 +27,6 @@ use crate::exec::NoReduction;
 use crate::select::config::GathervMode;
 use crate::select::wire::{decode, encode, refusal, HEADER};
 use crate::select::Decision;
-use crate::shm::prefetch;
 use std::borrow::Cow;
 use std::ffi::c_void;
 use Outcome::{Done, Forward};
@@ -206,27 +205,11 @@ fn run_planned<H: Host>(
     layout: &GatherLayout,
 ) -> Code {
     let (state, call) = (prepared.state(), &prepared.call);
-    ask_for_new_buffers(t, send, at_root.as_ref().map(|r| &*r.recv));
+    t.ask_for_new(Coll::Gatherv, send, at_root.as_ref().map(|r| &*r.recv));
     let layout = at_root.as_ref().map_or(layout, |r| r.layout);
     verify::gatherv(host, rt, state, call, send, at_root, |recv| {
         execute(host, rt, t, comm, state, call, layout, send, recv, &NoReduction)
     })
-}
-
-/// Asks for the lines of small buffers other than the thread's last
-/// Gatherv's, which are taken to be in cache: a cold line then arrives
-/// while pcoll finds its way to the algorithm that copies out of it or
-/// into it (asking again for lines in cache cost the hot calls of 8-512 B
-/// 0.01-0.03 us; docs/measurements.md).
-fn ask_for_new_buffers<H: Host>(t: &PerThread<H>, send: Option<&[u8]>, recv: Option<&[u8]>) {
-    let at = |bytes: Option<&[u8]>| bytes.map_or(0, |b| b.as_ptr() as usize);
-    let last = t.gatherv_buffers.replace([at(send), at(recv)]);
-    if let Some(send) = send.filter(|_| last[0] != at(send)) {
-        prefetch::small(send, prefetch::GATHERV_SEND);
-    }
-    if let Some(recv) = recv.filter(|_| last[1] != at(recv)) {
-        prefetch::small(recv, prefetch::GATHERV_SPAN);
-    }
 }
 
 /// The user's Gatherv arguments (recvcounts and displs as each interface

@@ -15,15 +15,20 @@
 //! after the wait, it lost: an Allreduce prefetching the send buffer its
 //! copy-in reads at once (4 KiB: 10% slower), or 16 KiB of receive buffer
 //! while its peers' copies end with its own; a Gatherv root prefetching
-//! the others' places before copying its own block. A Gatherv asks for
-//! its small buffers as it starts instead, before pcoll's own way to its
-//! algorithm ([`GATHERV_SEND`], [`GATHERV_SPAN`]).
+//! the others' places before copying its own block.
+//!
+//! Every call also asks for its small buffers as it starts ([`at_start`]),
+//! where they are not its last call's: pcoll's way from the entry to the
+//! algorithm, about 0.1 us, then overlaps their misses, which a rank that
+//! copies its data out at once (a Gatherv block's owner, a Reduce's
+//! non-root, a Bcast's root) would otherwise take after it.
 //! Measurements: docs/measurements.md.
 //!
 //! Larger buffers are left to the hardware prefetchers, which follow a
 //! stream of misses on their own once the copy runs; but not the misses
 //! of stores, which [`ahead_of_stores`] asks for.
 
+use crate::core::types::Coll;
 use std::ops::Range;
 
 /// For a wait on a peer's copy of the same data (a Reduce root, a Bcast
@@ -33,18 +38,28 @@ pub const LONG_WAIT: usize = 16 << 10;
 /// same time, an Allreduce).
 pub const SHORT_WAIT: usize = 4 << 10;
 
-/// A Gatherv block up to this many bytes is asked for as the call starts
-/// (its owner copies it out at once, but only after pcoll has found the
-/// call's plan and algorithm, about 0.1 us). With [`GATHERV_SPAN`], cold
-/// rotating buffers, 2 ranks, Open MPI host, 8-128 B blocks started
-/// together: 0.82-0.91 of the stock's speed -> 0.96-1.25; either request
-/// alone gained little (docs/measurements.md).
-pub const GATHERV_SEND: usize = 1 << 10;
-/// A Gatherv root's receive span up to this many bytes is asked for as the
-/// call starts: its own block goes there first, the others' once they
-/// arrive. Not beyond: at 16 KiB (8 KiB blocks) the requests delayed the
-/// root's own copy (2.0 -> 1.8 times the stock's speed).
-pub const GATHERV_SPAN: usize = 4 << 10;
+/// The bytes up to which a `coll` call asks for the lines of its send and
+/// of its receive buffer as it starts (a Gatherv root's receive span; a
+/// Bcast's buffer counts as its receive buffer). Cold rotating buffers, 2
+/// ranks, Open MPI host, none -> these, µs: started together, Gatherv of
+/// 8 B 0.54-0.59 -> 0.45-0.50 (both requests needed: the root's wait ends
+/// with the later miss), Reduce of 8 B 0.44-0.50 -> 0.37-0.40, Bcast of 8
+/// B 0.40-0.46 -> 0.29-0.32, Allreduce of 32 B 0.52-0.54 -> 0.43-0.46;
+/// back to back, Bcast of 512 B 0.32-0.36 -> 0.24-0.26 (docs/measurements.md).
+pub fn at_start(coll: Coll) -> (usize, usize) {
+    match coll {
+        // Each rank copies its vector in at once, and its result out
+        // after a wait that prefetches it: beyond a few lines the requests
+        // compete with the copy's loads (back to back, 512 B-2 KiB: up to
+        // 0.05 us slower with them).
+        Coll::Allreduce => (256, 256),
+        Coll::Reduce => (4 << 10, 4 << 10),
+        Coll::Bcast => (0, 4 << 10),
+        // Beyond 4 KiB a root's requests delay its own block's copy (16
+        // KiB span: 1.98-2.02 -> 1.79-1.85 times the stock's speed).
+        Coll::Gatherv => (1 << 10, 4 << 10),
+    }
+}
 
 /// Asks for the cache lines of `bytes`, if at most `up_to` bytes, to be
 /// brought into this core's cache. A hint: no effect on what the program
