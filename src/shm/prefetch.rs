@@ -41,11 +41,12 @@ pub const SHORT_WAIT: usize = 4 << 10;
 /// The bytes up to which a `coll` call asks for the lines of its send and
 /// of its receive buffer as it starts (a Gatherv root's receive span; a
 /// Bcast's buffer counts as its receive buffer). Cold rotating buffers, 2
-/// ranks, Open MPI host, none -> these, µs: started together, Gatherv of
-/// 8 B 0.54-0.59 -> 0.45-0.50 (both requests needed: the root's wait ends
-/// with the later miss), Reduce of 8 B 0.44-0.50 -> 0.37-0.40, Bcast of 8
-/// B 0.40-0.46 -> 0.29-0.32, Allreduce of 32 B 0.52-0.54 -> 0.43-0.46;
-/// back to back, Bcast of 512 B 0.32-0.36 -> 0.24-0.26 (docs/measurements.md).
+/// ranks, Open MPI host, none -> these: started together, Gatherv of 8 B
+/// 0.82-0.87 of the stock's speed -> 0.96-1.19 (both requests needed: the
+/// root's wait ends with the later miss), Reduce of 8 B 0.44-0.50 ->
+/// 0.37-0.40 µs, Bcast of 8 B 0.40-0.46 -> 0.31-0.32, Allreduce of 32 B
+/// 0.52-0.54 -> 0.43-0.46; back to back, Bcast of 512 B 0.32-0.36 ->
+/// 0.24-0.26 (docs/measurements.md).
 pub fn at_start(coll: Coll) -> (usize, usize) {
     match coll {
         // Each rank copies its vector in at once, and its result out
