@@ -441,6 +441,14 @@ pub static ALGORITHMS: &[Algorithm] = &[
     .hot_runs_by("ring"),
     Algorithm::node(
         Coll::Allreduce,
+        "shm_window",
+        "one node, 2 ranks: halves combined and handed over through the window, each rank storing into lines its cache holds (else shm_flat_zcopy)",
+        node::reduce_window::run,
+        node::on_one_node,
+    )
+    .canonical(),
+    Algorithm::node(
+        Coll::Allreduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory",
         node::reduce_partition::run_partition,

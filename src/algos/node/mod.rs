@@ -19,6 +19,7 @@ pub mod host_runs;
 pub mod reduce_flat;
 pub mod reduce_flat_zcopy;
 pub mod reduce_partition;
+pub mod reduce_window;
 pub mod reduce_zcopy;
 pub mod reduction;
 pub mod window;
@@ -199,7 +200,7 @@ impl NodeMemory {
                 .into_iter()
                 .map(|l| format!("shm Bcast of hot messages as root: {l}")),
         );
-        let window::WindowCalls { bcasts, gathers, .. } = self.window_calls;
+        let window::WindowCalls { bcasts, gathers, reductions, .. } = self.window_calls;
         if bcasts > 0 {
             lines.push(format!("shm Bcast: {bcasts} hot messages through the window (their root read the last one)"));
         }
@@ -207,6 +208,9 @@ impl NodeMemory {
             lines.push(format!(
                 "shm Gatherv: {gathers} hot blocks through the window (2 ranks, their owner read the last one)"
             ));
+        }
+        if reductions > 0 {
+            lines.push(format!("shm_window: {reductions} Allreduces through the window (2 ranks)"));
         }
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
         let flat_runs = self.reduction_runs.flat_without_vote;

@@ -785,6 +785,56 @@ fn window_broadcasts_deliver_every_byte_from_any_root_sequence() {
     }
 }
 
+/// Allreduces through the window at 2 ranks (`shm_window`) as the
+/// registry runs them: vectors of every length around a piece and a
+/// segment (several segments a call), MPI_IN_PLACE or not, window and
+/// queue Bcasts from either root between them, ranks drifting apart.
+/// Every element combined once, in rank order, on both ranks; both count
+/// the calls alike. At 3 ranks the calls go `shm_flat_zcopy`'s ways.
+#[test]
+fn window_allreduces_combine_in_order_between_window_bcasts() {
+    use super::bcast_queue_zcopy::{as_root_says, Route};
+    use super::reduce_window::run;
+    use super::window::suits;
+    use super::NodeCall;
+    for p in [2, 3] {
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(77 + rank as u64);
+            let mut plan = Rng(4242 + p as u64);
+            let op = Interval { combined: AtomicU64::new(0) };
+            let mut windowed = 0;
+            let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
+            for call in 0..500 {
+                if plan.below(4) == 0 {
+                    let root = plan.below(p);
+                    let n = plan.below(TEST_GEO.window + 2);
+                    let route = if suits(team, root, n) { Route::Window } else { Route::queue(plan.below(2) == 0) };
+                    let want: Vec<u8> = (0..n).map(|i| (i * 3 + call + root) as u8).collect();
+                    let mut data = if rank == root { want.clone() } else { vec![0xEE; n] };
+                    jitter(&mut rng);
+                    node_call(team, n, |team| as_root_says(team, &mut data, root, route));
+                    assert_eq!(data, want, "p={p} rank={rank} call={call}: the Bcast");
+                    continue;
+                }
+                let count = plan.below(3 * TEST_GEO.window / 8);
+                let in_place = plan.below(3) == 0;
+                let first = call * 3;
+                let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
+                let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
+                let send = (!in_place).then_some(&input[..]);
+                let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
+                jitter(&mut rng);
+                node_call(team, count * 8, |team| {
+                    run(team, NodeCall::Reduce { bufs, unit: 8, root: None, host: None }, &op)
+                });
+                assert_elements_from(&recv, p, first, || format!("p={p} rank={rank} call={call} {count} elements"));
+                windowed += u64::from(p == 2 && count > 0);
+            }
+            assert_eq!(team.state.memory.window_calls.reductions, windowed, "p={p} rank={rank}");
+        });
+    }
+}
+
 /// Gatherv blocks at 2 ranks through the window the Bcasts share: roots
 /// that alternate, repeat or jump, owners sending from one buffer (hot)
 /// or fresh ones, blocks of every length around the window's sizes (a

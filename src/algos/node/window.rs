@@ -52,12 +52,15 @@ use crate::shm::wait::Backoff;
 /// took part in all), and this rank's window calls by collective.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WindowCalls {
-    /// The last window call's number (0: none yet) and writer.
+    /// The last window call's number (0: none yet) and writer
+    /// ([`super::reduce_window::ALL_WROTE`]: an Allreduce, every rank).
     pub last: u64,
     pub last_writer: usize,
     /// Bcasts and Gatherv blocks this rank wrote or read through the window.
     pub bcasts: u64,
     pub gathers: u64,
+    /// Allreduces through the window ([`super::reduce_window`]).
+    pub reductions: u64,
 }
 
 /// Whether `writer` should send `n` bytes through the window: they fit
