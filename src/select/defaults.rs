@@ -23,23 +23,17 @@ pub const DEFAULT_RULES: &str = "\
 # the partitioned zero copy spreads the work of large vectors.
 allreduce nodes=1 bytes<8K shm_flat
 allreduce nodes=1 p>2 bytes<16K shm_flat
-# Under Intel MPI, whose shared-memory point-to-point moves hot vectors
-# faster than pcoll's node layer, the ring over it at 2 ranks from 64
-# KiB to 1 MiB, and at 32-64 KiB shm_flat_ring: the ring in runs of calls
-# on hot vectors, the node layer on cold ones, where it is a tenth faster
-# (commutative operators; the others Rabenseifner from 128 KiB, which
-# keeps their order). EPYC VM, jobs alternating, ratio to Intel's stock,
-# shm_flat_ring / ring / shm_flat_zcopy: 32 KiB osu 0.97 / 1.00 / 0.57,
-# b2b 1.01 / 1.01 / 0.59, sync 1.09 / 1.06 / 1.10, b2b-cold 1.11 / 1.05
-# / 1.12; 64 KiB the ring 1.00-1.05 in every mode (shm_flat_ring
-# 0.99-1.02, shm_flat_zcopy 0.61-1.01); 128 KiB-1 MiB the ring 0.95-1.02,
-# where Rabenseifner had 0.86-0.98. From 1.5 MiB Intel's point-to-point
-# took about a millisecond in some jobs (0.96-1.46 ms against pcoll's
-# 0.21-0.56). docs/measurements.md.
-allreduce nodes=1 p<3 mpi=intel bytes>=32K bytes<64K shm_flat_ring
-allreduce nodes=1 p<3 mpi=intel bytes>=64K bytes<=1M ring
-allreduce nodes=1 p<3 mpi=intel bytes>=128K bytes<=1M rabenseifner
-allreduce nodes=1 p<3 shm_flat_zcopy
+# At 2 ranks from 8 KiB, shm_window: the halves through the window, each
+# rank storing only into lines its own cache holds, cold or hot, on every
+# host (Intel MPI's too, whose point-to-point moves hot vectors faster
+# than pcoll's other node ways). EPYC VM, both ways in one job, us,
+# shm_window / shm_flat_zcopy (Intel MPI: / the ring over its
+# point-to-point): Open MPI 5 host 128 KiB b2b 6.6 / 9.4, sync 20.7 /
+# 24.3, 2 MiB sync 352 / 501, 16 MiB b2b 2459 / 3119; Intel MPI host
+# 128 KiB b2b 6.6 / 9.3 / 8.6, 1 MiB osu 75.9 / 104.7 / 85.4, 2 MiB
+# sync 406 / 392 / 1159. Below 8 KiB the flat way's lines win cold (4
+# KiB sync 1.63 against 1.79). docs/measurements.md.
+allreduce nodes=1 p<3 shm_window
 allreduce nodes=1 bytes<1M shm_flat
 allreduce nodes=1 shm_zcopy
 allreduce nodes=1 shm_partition

@@ -232,7 +232,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reduction_on_one_node_at_two_ranks_runs_flat_small_then_flat_or_zero_copy_by_the_buffers() {
+    fn a_reduction_on_one_node_at_two_ranks_runs_flat_small_then_a_reduce_by_the_buffers_an_allreduce_by_the_window() {
         let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |coll: Coll, p: usize, bytes: usize| {
             let d = CallDesc { topo: node, ..desc(coll, p, bytes) };
@@ -243,9 +243,9 @@ mod tests {
         };
         let sizes = [1 << 10, (8 << 10) - 8, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 4 << 20, (16 << 20) - 8, 16 << 20];
         let at_two = |coll| -> Vec<_> { sizes.map(|bytes| pick(coll, 2, bytes)).into() };
-        let (flat, either) = ("shm_flat", "shm_flat_zcopy");
+        let (flat, either, window) = ("shm_flat", "shm_flat_zcopy", "shm_window");
         assert_eq!(at_two(Coll::Reduce), [flat, flat, either, either, either, either, either, either, flat]);
-        assert_eq!(at_two(Coll::Allreduce), [flat, flat, either, either, either, either, either, either, either]);
+        assert_eq!(at_two(Coll::Allreduce), [flat, flat, window, window, window, window, window, window, window]);
         assert_eq!(pick(Coll::Reduce, 4, 32 << 10), flat);
         assert_eq!(pick(Coll::Reduce, 4, (64 << 10) - 8), flat);
         assert_eq!(pick(Coll::Allreduce, 4, 8 << 10), flat);
@@ -277,24 +277,17 @@ mod tests {
     }
 
     #[test]
-    fn an_allreduce_at_two_ranks_under_intel_mpi_runs_the_ring_from_32_kib_to_1_mib() {
-        let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Allreduce, p, bytes));
-        // The ring on hot vectors only below 64 KiB (shm_flat_ring).
-        let sizes = [(32 << 10) - 8, 32 << 10, (64 << 10) - 8, 64 << 10, 1 << 20, (1 << 20) + 8];
-        let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        assert_eq!(intel, ["shm_flat_zcopy", "shm_flat_ring", "shm_flat_ring", "ring", "ring", "shm_flat_zcopy"]);
-        for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
-            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 6], "{other:?}");
+    fn an_allreduce_at_two_ranks_goes_through_the_window_from_8_kib_on_every_host() {
+        let pick =
+            |mpi, p, bytes, commutative| on_one_node(mpi, CallDesc { commutative, ..desc(Coll::Allreduce, p, bytes) });
+        let sizes = [(8 << 10) - 8, 8 << 10, 64 << 10, 1 << 20, 16 << 20];
+        let want = ["shm_flat", "shm_window", "shm_window", "shm_window", "shm_window"];
+        for mpi in [None, Some(HostMpi::Intel), Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
+            for commutative in [true, false] {
+                assert_eq!(sizes.map(|bytes| pick(mpi, 2, bytes, commutative)), want, "{mpi:?} {commutative}");
+            }
+            assert_eq!(pick(mpi, 3, 512 << 10, true), "shm_flat", "{mpi:?}");
         }
-        assert_eq!(pick(Some(HostMpi::Intel), 3, 512 << 10), "shm_flat");
-        // The ring takes commutative operators only (shm_flat_ring then
-        // keeps to the node layer); Rabenseifner keeps the operands'
-        // order, from 128 KiB, and the node layer below.
-        let noncommutative = |bytes| {
-            on_one_node(Some(HostMpi::Intel), CallDesc { commutative: false, ..desc(Coll::Allreduce, 2, bytes) })
-        };
-        let expected = ["shm_flat_ring", "shm_flat_zcopy", "rabenseifner", "rabenseifner"];
-        assert_eq!([32 << 10, 64 << 10, 128 << 10, 1 << 20].map(noncommutative), expected);
     }
 
     #[test]
