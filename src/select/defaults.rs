@@ -18,9 +18,10 @@ pub const DEFAULT_RULES: &str = "\
 # the same buffers) zero copy wins at 2 ranks from 8 KiB (8 KiB: 1.7-2.2
 # against 2.3-2.4 us, osu and b2b, Intel MPI and Open MPI 5 hosts; at
 # 4 KiB flat, 1.5-1.6 against 1.7-2.1; 128 KiB: 11-12 against 19-22),
-# with more ranks from 16 KiB, so shm_flat_zcopy, which takes zero copy
-# where every rank reduces from its last call's buffer. With more ranks
-# the partitioned zero copy spreads the work of large vectors.
+# with more ranks from 16 KiB, so shm_flat_zcopy for a Reduce, which
+# takes zero copy where every rank reduces from its last call's buffer
+# (an Allreduce at 2 ranks goes through the window, below). With more
+# ranks the partitioned zero copy spreads the work of large vectors.
 allreduce nodes=1 bytes<8K shm_flat
 allreduce nodes=1 p>2 bytes<16K shm_flat
 # At 2 ranks from 8 KiB, shm_window: the halves through the window, each
