@@ -490,6 +490,22 @@ pub static ALGORITHMS: &[Algorithm] = &[
     .back_to_back_runs_by("binomial"),
     Algorithm::node(
         Coll::Reduce,
+        "shm_window",
+        "one node, 2 ranks: up to 512 KiB, the non-root's vector through the window where it did not write the last window call (roots alternating), the root combining each piece as it lands (else shm_flat_zcopy)",
+        node::reduce_window::run,
+        node::on_one_node,
+    )
+    .canonical(),
+    Algorithm::node(
+        Coll::Reduce,
+        "shm_window_binomial",
+        "one node, 2 ranks: shm_window, else shm_flat_binomial",
+        node::reduce_window::run,
+        node::on_one_node,
+    )
+    .back_to_back_runs_by("binomial"),
+    Algorithm::node(
+        Coll::Reduce,
         "shm_partition",
         "one node: each rank combines 1/p of the vectors in shared memory",
         node::reduce_partition::run_partition,

@@ -200,7 +200,7 @@ impl NodeMemory {
                 .into_iter()
                 .map(|l| format!("shm Bcast of hot messages as root: {l}")),
         );
-        let window::WindowCalls { bcasts, gathers, reductions, .. } = self.window_calls;
+        let window::WindowCalls { bcasts, gathers, allreduces, reduces, .. } = self.window_calls;
         if bcasts > 0 {
             lines.push(format!("shm Bcast: {bcasts} hot messages through the window (their root read the last one)"));
         }
@@ -209,8 +209,13 @@ impl NodeMemory {
                 "shm Gatherv: {gathers} hot blocks through the window (2 ranks, their owner read the last one)"
             ));
         }
-        if reductions > 0 {
-            lines.push(format!("shm_window: {reductions} Allreduces through the window (2 ranks)"));
+        if allreduces > 0 {
+            lines.push(format!("shm_window: {allreduces} Allreduces through the window (2 ranks)"));
+        }
+        if reduces > 0 {
+            lines.push(format!(
+                "shm_window: {reduces} Reduces through the window (2 ranks, the non-root did not write the last one)"
+            ));
         }
         lines.extend(self.reduction_way.summary("vectors").into_iter().map(|l| format!("shm_flat_zcopy: {l}")));
         let flat_runs = self.reduction_runs.flat_without_vote;

@@ -785,28 +785,36 @@ fn window_broadcasts_deliver_every_byte_from_any_root_sequence() {
     }
 }
 
-/// Allreduces through the window at 2 ranks (`shm_window`) as the
-/// registry runs them: vectors of every length around a piece and a
-/// segment (several segments a call), MPI_IN_PLACE or not, window and
-/// queue Bcasts from either root between them, ranks drifting apart.
-/// Every element combined once, in rank order, on both ranks; both count
-/// the calls alike. At 3 ranks the calls go `shm_flat_zcopy`'s ways.
+/// Allreduces and Reduces through the window at 2 ranks (`shm_window`)
+/// as the registry runs them: vectors of every length around a piece and
+/// a segment (several segments an Allreduce), MPI_IN_PLACE or not, Reduce
+/// roots that alternate, repeat or jump, window and queue Bcasts from
+/// either root between them, ranks drifting apart. Every element combined
+/// once, in rank order, on every rank that gets the result; both ranks
+/// count the calls alike, and a Reduce takes the window where it fits and
+/// its non-root did not write the last window call. At 3 ranks the calls
+/// go `shm_flat_zcopy`'s ways.
 #[test]
-fn window_allreduces_combine_in_order_between_window_bcasts() {
+fn window_reductions_combine_in_order_between_window_bcasts() {
     use super::bcast_queue_zcopy::{as_root_says, Route};
     use super::reduce_window::run;
-    use super::window::suits;
+    use super::window::{pieces_fit, suits};
     use super::NodeCall;
     for p in [2, 3] {
         on_threads(p, TEST_GEO, |rank, team| {
             let mut rng = Rng(77 + rank as u64);
             let mut plan = Rng(4242 + p as u64);
             let op = Interval { combined: AtomicU64::new(0) };
-            let mut windowed = 0;
+            let (mut allreduces, mut reduces, mut root) = (0, 0, 0);
             let mut scratch = vec![0u8; reduction::zero_copy_scratch(p, TEST_SIZES.sub_chunk)];
-            for call in 0..500 {
-                if plan.below(4) == 0 {
-                    let root = plan.below(p);
+            for call in 0..600 {
+                root = match plan.below(3) {
+                    0 => root,
+                    1 => (root + 1) % p,
+                    _ => plan.below(p),
+                };
+                let what = plan.below(8);
+                if what < 2 {
                     let n = plan.below(TEST_GEO.window + 2);
                     let route = if suits(team, root, n) { Route::Window } else { Route::queue(plan.below(2) == 0) };
                     let want: Vec<u8> = (0..n).map(|i| (i * 3 + call + root) as u8).collect();
@@ -816,21 +824,41 @@ fn window_allreduces_combine_in_order_between_window_bcasts() {
                     assert_eq!(data, want, "p={p} rank={rank} call={call}: the Bcast");
                     continue;
                 }
-                let count = plan.below(3 * TEST_GEO.window / 8);
-                let in_place = plan.below(3) == 0;
+                let reduce_to = (what < 5).then_some(root);
+                let count = match reduce_to {
+                    Some(_) => plan.below(TEST_GEO.window / 8 + 4),
+                    None => plan.below(3 * TEST_GEO.window / 8),
+                };
+                let gets = reduce_to.is_none_or(|root| root == rank);
+                let in_place = plan.below(3) == 0 && gets;
                 let first = call * 3;
                 let input: Vec<u8> = (first..first + count).flat_map(|j| element(p, rank, j).to_le_bytes()).collect();
-                let mut recv = if in_place { input.clone() } else { vec![0xEE; count * 8] };
+                let mut recv = match (gets, in_place) {
+                    (false, _) => vec![],
+                    (true, true) => input.clone(),
+                    (true, false) => vec![0xEE; count * 8],
+                };
                 let send = (!in_place).then_some(&input[..]);
+                let calls = team.state.memory.window_calls;
+                let fits = pieces_fit(TEST_GEO, count * 8, TEST_GEO.window_piece());
+                let writer_free = |writer: usize| calls.last == 0 || calls.last_writer != writer;
+                match reduce_to {
+                    Some(root) => reduces += u64::from(p == 2 && count > 0 && fits && writer_free(1 - root)),
+                    None => allreduces += u64::from(p == 2 && count > 0),
+                }
                 let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                 jitter(&mut rng);
                 node_call(team, count * 8, |team| {
-                    run(team, NodeCall::Reduce { bufs, unit: 8, root: None, host: None }, &op)
+                    run(team, NodeCall::Reduce { bufs, unit: 8, root: reduce_to, host: None }, &op)
                 });
-                assert_elements_from(&recv, p, first, || format!("p={p} rank={rank} call={call} {count} elements"));
-                windowed += u64::from(p == 2 && count > 0);
+                if gets {
+                    let context = || format!("p={p} rank={rank} call={call} {count} elements to {reduce_to:?}");
+                    assert_elements_from(&recv, p, first, context);
+                }
             }
-            assert_eq!(team.state.memory.window_calls.reductions, windowed, "p={p} rank={rank}");
+            let counted = team.state.memory.window_calls;
+            assert_eq!((counted.allreduces, counted.reduces), (allreduces, reduces), "p={p} rank={rank}");
+            assert!(p > 2 || reduces > 50, "p={p}: {reduces} Reduces through the window");
         });
     }
 }

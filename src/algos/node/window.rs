@@ -43,9 +43,11 @@
 //! Seed: none (pcoll's own, after the handover of Intel MPI's
 //! point-to-point).
 
+use std::ops::Range;
 use std::sync::atomic::Ordering::{Acquire, Release};
 
 use super::Team;
+use crate::shm::segment::Geometry;
 use crate::shm::wait::Backoff;
 
 /// The last window call of one communicator (the same on every rank that
@@ -59,8 +61,9 @@ pub struct WindowCalls {
     /// Bcasts and Gatherv blocks this rank wrote or read through the window.
     pub bcasts: u64,
     pub gathers: u64,
-    /// Allreduces through the window ([`super::reduce_window`]).
-    pub reductions: u64,
+    /// Allreduces and Reduces through the window ([`super::reduce_window`]).
+    pub allreduces: u64,
+    pub reduces: u64,
 }
 
 /// Whether `writer` should send `n` bytes through the window: they fit
@@ -87,16 +90,27 @@ pub fn through_window(team: &mut Team<'_>, data: &mut [u8], root: usize, s: u64)
 /// Window call `s`, this rank its writer: writes `data` (which fits the
 /// window) once the last call's readers are done.
 pub fn write(team: &mut Team<'_>, data: &[u8], s: u64) {
+    write_in(team, data, team.seg.geo.window_piece(), s);
+}
+
+/// [`write`] in pieces of `piece` bytes (at most a window piece's), each
+/// at the start of its window piece: a reader that combines whole
+/// elements as pieces land reads pieces of whole elements. `data` fits
+/// the window so cut (where `piece` is less than a window piece:
+/// [`pieces_fit`]).
+pub fn write_in(team: &mut Team<'_>, data: &[u8], piece: usize, s: u64) {
     wait_read(team);
     let calls = &mut team.state.memory.window_calls;
     (calls.last, calls.last_writer) = (s, team.rank);
-    let piece = team.seg.geo.window_piece();
+    let window_piece = team.seg.geo.window_piece();
+    debug_assert!(piece <= window_piece);
     for (i, part) in data.chunks(piece).enumerate() {
-        // SAFETY: the window's bytes of piece i, within the window (`data`
-        // fits it); no rank reads them until the flag below, and every
-        // reader of earlier calls is done with them (waited for above).
+        // SAFETY: the bytes of window piece i, within the window (`data`
+        // fits its pieces); no rank reads them until the flag below, and
+        // every reader of earlier calls is done with them (waited for
+        // above).
         let window =
-            unsafe { std::slice::from_raw_parts_mut(team.seg.window_bytes(i * piece, part.len()), part.len()) };
+            unsafe { std::slice::from_raw_parts_mut(team.seg.window_bytes(i * window_piece, part.len()), part.len()) };
         crate::exec::copy::copy(window, part);
         // Release: the copy into the piece happens before a reader,
         // acquiring the flag, copies it out.
@@ -108,13 +122,41 @@ pub fn write(team: &mut Team<'_>, data: &[u8], s: u64) {
     team.seg.window_done(team.rank).value.store(s, Release);
 }
 
+/// Whether `len` bytes cut in pieces of `piece` bytes fit the window,
+/// a piece in each whole window piece.
+pub fn pieces_fit(geo: Geometry, len: usize, piece: usize) -> bool {
+    piece > 0 && len.div_ceil(piece) <= whole_pieces(geo)
+}
+
+/// The window's pieces of [`Geometry::window_piece`] bytes each (the last
+/// may be cut short by the budget: not counted).
+pub fn whole_pieces(geo: Geometry) -> usize {
+    (geo.window / geo.window_piece().max(1)).min(geo.window_pieces)
+}
+
 /// Window call `s`, `writer` its writer: copies its message into `into`
 /// (as long as the message), piece by piece as they land.
 pub fn read(team: &mut Team<'_>, into: &mut [u8], writer: usize, s: u64) {
+    let piece = team.seg.geo.window_piece();
+    read_each(team, into.len(), piece, writer, s, |at, part| crate::exec::copy::copy(&mut into[at], part));
+}
+
+/// Window call `s` of `len` bytes, `writer` its writer, written in pieces
+/// of `piece` bytes ([`write_in`]): hands each piece to `take`, with its
+/// place in the message, as it lands.
+pub fn read_each(
+    team: &mut Team<'_>,
+    len: usize,
+    piece: usize,
+    writer: usize,
+    s: u64,
+    mut take: impl FnMut(Range<usize>, &[u8]),
+) {
     let calls = &mut team.state.memory.window_calls;
     (calls.last, calls.last_writer) = (s, writer);
-    let piece = team.seg.geo.window_piece();
-    for (i, part) in into.chunks_mut(piece).enumerate() {
+    let window_piece = team.seg.geo.window_piece();
+    for (i, at) in (0..len).step_by(piece.max(1)).enumerate() {
+        let at = at..(at + piece).min(len);
         let flag = &team.seg.window_flag(i).value;
         // Acquire: pairs with the writer's release of the flag. A later
         // call's writer cannot have flagged the piece again: it waits for
@@ -123,11 +165,11 @@ pub fn read(team: &mut Team<'_>, into: &mut [u8], writer: usize, s: u64) {
         // SAFETY: the writer wrote the piece before its flag (acquired
         // above) and no writer writes it again before this rank's done
         // word below.
-        let window = unsafe { std::slice::from_raw_parts(team.seg.window_bytes(i * piece, part.len()), part.len()) };
-        crate::exec::copy::copy(part, window);
+        let window = unsafe { std::slice::from_raw_parts(team.seg.window_bytes(i * window_piece, at.len()), at.len()) };
+        take(at, window);
     }
-    // Release: this rank's copies out happen before a later writer,
-    // acquiring the word, writes the window again.
+    // Release: this rank's reads of the window happen before a later
+    // writer, acquiring the word, writes it again.
     team.seg.window_done(team.rank).value.store(s, Release);
 }
 

@@ -256,7 +256,7 @@ fn mismatched_bcasts_truncate_at_the_readers_with_every_node_algorithm() {
 fn mismatched_reductions_fail_without_writing_past_a_buffer() {
     for p in [2, 3] {
         reduction_mismatches(world(p, None));
-        for algo in ["shm_flat", "shm_partition", "shm_zcopy"] {
+        for algo in ["shm_flat", "shm_partition", "shm_zcopy", "shm_window"] {
             reduction_mismatches(world(p, Some(("PCOLL_ALLREDUCE", algo))));
             reduction_mismatches(world(p, Some(("PCOLL_REDUCE", algo))));
         }
