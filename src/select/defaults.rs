@@ -52,18 +52,30 @@ allreduce nodes=1 shm_partition
 # KiB: sync 7.4 against 11.6, osu 3.2 against 9.1; both MPIs;
 # docs/measurements.md).
 reduce nodes=1 bytes<8K shm_flat
-# Under Intel MPI at 2 ranks from 16 to 256 KiB, shm_flat_binomial: hot
-# calls that come back to back go by the binomial tree over Intel's
-# point-to-point, which pipelines them (a non-root returns once its
-# vector is sent and starts the next call, whose root it may be), the
-# others as shm_flat_zcopy. EPYC VM, jobs alternating, ratio to Intel's
-# stock, back to back on hot buffers (b2b) 0.99-1.21 against
-# shm_flat_zcopy's 0.60-0.84; between barriers (osu), cold (sync,
-# b2b-cold) as shm_flat_zcopy. At 512 KiB shm_flat_zcopy is ahead back
-# to back too (1.16 against 1.01); at 8 KiB shm_flat_binomial was back
-# to back (1.82 against 1.60) but not between barriers (0.81 against
-# 1.04; docs/measurements.md).
-reduce nodes=1 p<3 mpi=intel bytes>=16K bytes<=256K shm_flat_binomial
+# At 2 ranks from 8 KiB to the window's 512 KiB, shm_window: where roots
+# alternate, the non-root's vector through the window the hot Bcasts
+# use, the root combining each piece as it lands, no synchronisation
+# between calls; a fixed root's calls (the non-root would store into
+# lines the root read last) as shm_flat_zcopy. EPYC VM, 2 ranks, roots
+# rotating back to back, both ways in one job, us, shm_window /
+# shm_flat_zcopy: hot 8 KiB 0.45-0.62 / 1.11-1.48, 128 KiB 4.7-11.0 /
+# 8.1-14.1, 512 KiB 18.6-33.0 / 25.0-42.4 (MPICH, Open MPI, Intel MPI);
+# cold 8 KiB 2.2-2.4 / 1.9-2.2, 32 KiB 6.1-6.4 / 6.0-6.6, 512 KiB
+# 71-81 / 74-89 (docs/measurements.md).
+#
+# Under Intel MPI from 16 to 256 KiB, the rest of those calls by
+# shm_flat_binomial: hot calls that come back to back go by the binomial
+# tree over Intel's point-to-point, which pipelines them (a non-root
+# returns once its vector is sent and starts the next call), the others
+# as shm_flat_zcopy. EPYC VM, jobs alternating, roots rotating, ratio to
+# Intel's stock back to back on hot buffers 0.99-1.21 against
+# shm_flat_zcopy's 0.60-0.84 (shm_window: 1.7-1.8); between barriers
+# (osu), cold (sync, b2b-cold) as shm_flat_zcopy. At 512 KiB
+# shm_flat_zcopy is ahead back to back too (1.16 against 1.01); at 8
+# KiB shm_flat_binomial was back to back (1.82 against 1.60) but not
+# between barriers (0.81 against 1.04; docs/measurements.md).
+reduce nodes=1 p<3 mpi=intel bytes>=16K bytes<=256K shm_window_binomial
+reduce nodes=1 p<3 bytes<=512K shm_window
 reduce nodes=1 p<3 bytes<16M shm_flat_zcopy
 reduce nodes=1 p>2 bytes<64K shm_flat
 reduce nodes=1 p<3 shm_flat

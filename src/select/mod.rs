@@ -232,7 +232,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reduction_on_one_node_at_two_ranks_runs_flat_small_then_a_reduce_by_the_buffers_an_allreduce_by_the_window() {
+    fn a_reduction_on_one_node_at_two_ranks_runs_flat_small_then_by_the_window_a_large_reduce_by_the_buffers() {
         let node = Topo { shm: true, chunk: 1 << 16, ..Topo::default() };
         let pick = |coll: Coll, p: usize, bytes: usize| {
             let d = CallDesc { topo: node, ..desc(coll, p, bytes) };
@@ -241,10 +241,11 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         };
-        let sizes = [1 << 10, (8 << 10) - 8, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 4 << 20, (16 << 20) - 8, 16 << 20];
+        let sizes =
+            [1 << 10, (8 << 10) - 8, 8 << 10, 16 << 10, 512 << 10, (512 << 10) + 8, 4 << 20, (16 << 20) - 8, 16 << 20];
         let at_two = |coll| -> Vec<_> { sizes.map(|bytes| pick(coll, 2, bytes)).into() };
         let (flat, either, window) = ("shm_flat", "shm_flat_zcopy", "shm_window");
-        assert_eq!(at_two(Coll::Reduce), [flat, flat, either, either, either, either, either, either, flat]);
+        assert_eq!(at_two(Coll::Reduce), [flat, flat, window, window, window, either, either, either, flat]);
         assert_eq!(at_two(Coll::Allreduce), [flat, flat, window, window, window, window, window, window, window]);
         assert_eq!(pick(Coll::Reduce, 4, 32 << 10), flat);
         assert_eq!(pick(Coll::Reduce, 4, (64 << 10) - 8), flat);
@@ -253,13 +254,13 @@ mod tests {
     }
 
     #[test]
-    fn a_reduce_at_two_ranks_under_intel_mpi_hands_hot_calls_back_to_back_to_the_binomial_tree() {
+    fn a_reduce_at_two_ranks_under_intel_mpi_hands_hot_calls_back_to_back_outside_the_window_to_the_binomial_tree() {
         let pick = |mpi, p, bytes| on_one_node(mpi, desc(Coll::Reduce, p, bytes));
         let sizes = [(16 << 10) - 8, 16 << 10, 256 << 10, (256 << 10) + 8];
         let intel = sizes.map(|bytes| pick(Some(HostMpi::Intel), 2, bytes));
-        assert_eq!(intel, ["shm_flat_zcopy", "shm_flat_binomial", "shm_flat_binomial", "shm_flat_zcopy"]);
+        assert_eq!(intel, ["shm_window", "shm_window_binomial", "shm_window_binomial", "shm_window"]);
         for other in [None, Some(HostMpi::Mpich), Some(HostMpi::Mvapich), Some(HostMpi::OpenMpi)] {
-            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_flat_zcopy"; 4], "{other:?}");
+            assert_eq!(sizes.map(|bytes| pick(other, 2, bytes)), ["shm_window"; 4], "{other:?}");
         }
         assert_eq!(pick(Some(HostMpi::Intel), 3, 32 << 10), "shm_flat");
     }
