@@ -54,9 +54,10 @@ allreduce nodes=1 shm_partition
 reduce nodes=1 bytes<8K shm_flat
 # At 2 ranks from 8 KiB to the window's 512 KiB, shm_window: where roots
 # alternate, the non-root's vector through the window the hot Bcasts
-# use, the root combining each piece as it lands, no synchronisation
-# between calls; a fixed root's calls (the non-root would store into
-# lines the root read last) as shm_flat_zcopy. EPYC VM, 2 ranks, roots
+# use, the root combining each piece as it lands, the non-root finding
+# the root's head there already (it came early: it wrote the last call);
+# a fixed root's calls (the non-root would store into lines the root
+# read last) as shm_flat_zcopy. EPYC VM, 2 ranks, roots
 # rotating back to back, both ways in one job, us, shm_window /
 # shm_flat_zcopy: hot 8 KiB 0.45-0.62 / 1.11-1.48, 128 KiB 4.7-11.0 /
 # 8.1-14.1, 512 KiB 18.6-33.0 / 25.0-42.4 (MPICH, Open MPI, Intel MPI);
