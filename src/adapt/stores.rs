@@ -99,7 +99,7 @@ pub type StoreChoice = TimedChoice<Stores>;
 /// than cores (their timings are too noisy, and the others would wait for
 /// the root to be scheduled), from [`super::Adaptation::from`] bytes, and
 /// where those copies would otherwise stream.
-fn root_chooses<M: Adapting>(team: &Team<'_, M>, n: usize, copy: usize) -> bool {
+pub fn root_chooses<M: Adapting>(team: &Team<'_, M>, n: usize, copy: usize) -> bool {
     let adaptation = team.state.memory.as_ref();
     adaptation.enabled && !team.settings.oversubscribed && n >= adaptation.from() && team.streams(copy)
 }

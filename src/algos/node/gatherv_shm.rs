@@ -48,6 +48,9 @@
 //!   KiB) whose owner did not write the window's last call goes through
 //!   the window the hot Bcasts use ([`super::window`]) instead: the owner
 //!   says so in a word of its first step, the root follows.
+//!   A block that goes into its owner's slot and nowhere else
+//!   ([`slot_only`]: small, not direct, not through the window) takes a
+//!   short way past these decisions and past the runs' pacing.
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
@@ -399,15 +402,21 @@ impl Gather<'_> {
 /// last (2 ranks, cores sharing a cache, between barriers on one buffer:
 /// 32 KiB 1.7-2.2 against 2.8-3.0 us; docs/measurements.md).
 pub fn run(team: &mut Team<'_>, g: &mut Gather<'_>, mode: Mode) -> Result<(), Mismatch> {
+    let direct_way = team.peers.filter(|_| mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk);
+    if direct_way.is_some() && team.rank != g.root && slot_only(team, mode, g.send.len()) {
+        // Not counted in the runs, which spread only areas (and read the
+        // clock in a third of the calls they count).
+        return send_in_slot(team, g.send);
+    }
     let within = Duration::from_nanos(team.settings.back_to_back_ns);
     let hot = !g.send.is_empty() && g.send.as_ptr() as usize == team.state.memory.gatherv_sent;
     // Where ranks outnumber cores, calls are never back to back.
     if !team.settings.oversubscribed && team.state.memory.gatherv_runs.starts(within, hot) {
         team.spread = Spread::Wide;
     }
-    let gathered = match team.peers {
-        Some(peers) if mode != Mode::CopyIn && 16 * team.size <= team.seg.geo.chunk => direct(team, peers, g, mode),
-        _ => rounds(team, g),
+    let gathered = match direct_way {
+        Some(peers) => direct(team, peers, g, mode),
+        None => rounds(team, g),
     };
     team.state.memory.gatherv_runs.ends();
     if team.rank == g.root {
@@ -758,6 +767,31 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
         route_end(team, timing, start, routes);
     }
     finish_call(team, t, root_reads, mismatch)
+}
+
+/// Whether a non-root's block of `len` bytes goes into its slot of the
+/// ring (or the slot's lines) and nowhere else: not direct, not through
+/// the window, copied in with ordinary stores. [`direct`]'s general way
+/// reaches the same copy-in after some 200 instructions more.
+fn slot_only(team: &Team<'_>, mode: Mode, len: usize) -> bool {
+    let copy_in_up_to = team.state.memory.sizes.gatherv_copy_in_up_to;
+    !goes_direct(mode, len, team.seg.geo.chunk, copy_in_up_to)
+        && !window_sized(team, mode, len)
+        && (in_lines(len) || (team.seg.geo.in_ring(len) && !team.streams(len)))
+}
+
+/// A non-root's block that [`slot_only`] says goes into its slot: its
+/// two steps, the first carrying the block, as [`direct`] takes them.
+fn send_in_slot(team: &mut Team<'_>, send: &[u8]) -> Result<(), Mismatch> {
+    sent_again(team, send);
+    let s = team.next_step();
+    let t = team.next_step();
+    if in_lines(send.len()) {
+        team.put_lines(s, send);
+    } else {
+        team.put(s, send);
+    }
+    finish_call(team, t, false, None)
 }
 
 /// The end of a direct Gatherv: done with both steps (the root has copied

@@ -15,6 +15,8 @@
 //!   the others copy in with the stores the root picks
 //!   ([`stores::announce`], one more synchronisation per call). The root
 //!   writes nothing into its area: no one reads it.
+//! - A Reduce's other rank whose vector is one chunk, copied in as
+//!   [`Team::streams`] says, goes straight to its copy-in and publish.
 //! - A Reduce root that is the last rank or the last but one, where the
 //!   others' chunk is not in yet, copies its own part into its receive
 //!   buffer while it waits, taking the misses of both its buffers then,
@@ -48,7 +50,7 @@
 
 use super::reduction::{chunk_len, fold_onto_own, fold_out, own_part_first, vector_len, whole_elements};
 use super::{NodeCall, Team};
-use crate::adapt::stores::{self, LeaderChoice, Stopwatch, Stores};
+use crate::adapt::stores::{self, LeaderCall, LeaderChoice, RootPick, Stopwatch, Stores};
 use crate::exec::{Buffers, Combiner};
 use crate::shm::prefetch;
 use crate::shm::team::Mismatch;
@@ -93,6 +95,18 @@ pub fn flat<C: Combiner + ?Sized>(
     combiner: &C,
 ) -> Result<bool, Mismatch> {
     let n = vector_len(bufs);
+    if root.is_some_and(|root| root != team.rank) && n > 0 && n <= reduce_chunk(team, n, unit) {
+        // A Reduce's other rank with one chunk whose stores the root does
+        // not pick: the copy-in and publish the loop below reaches after
+        // some 150 instructions more.
+        if !stores::root_chooses(team, n, n) {
+            let s = team.next_step();
+            copy_in(team, s, &bufs.send.unwrap_or(&*bufs.recv)[..n], None, None);
+            team.publish(s);
+            team.finish(s);
+            return Ok(false);
+        }
+    }
     let chunk = match root {
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
         Some(_) => reduce_chunk(team, n, unit),
@@ -123,12 +137,7 @@ pub fn flat<C: Combiner + ?Sized>(
         let lines = leader.is_none() && crate::shm::team::in_lines(len);
         let started = stopwatch.start();
         if writes_area {
-            let input = &bufs.send.unwrap_or(&*bufs.recv)[off..off + len];
-            match leader {
-                Some(call) => team.put_stored(s, input, call.stores == Stores::Streaming),
-                None if lines => team.put_lines(s, input),
-                None => team.put_stored(s, input, stores::streams(rooted.as_ref(), team, len)),
-            }
+            copy_in(team, s, &bufs.send.unwrap_or(&*bufs.recv)[off..off + len], leader, rooted.as_ref());
         }
         team.publish(s);
         if folds {
@@ -195,6 +204,17 @@ pub fn flat<C: Combiner + ?Sized>(
         rooted.record(team, n);
     }
     Ok(tries_stores)
+}
+
+/// Copies a chunk into this rank's slot or area for step `s` with the
+/// stores of its call: those the Allreduce's leader timed, the slot's
+/// lines, or those the Reduce's root picked (else [`Team::streams`]).
+fn copy_in(team: &mut Team<'_>, s: u64, input: &[u8], leader: Option<LeaderCall>, rooted: Option<&RootPick>) {
+    match leader {
+        Some(call) => team.put_stored(s, input, call.stores == Stores::Streaming),
+        None if crate::shm::team::in_lines(input.len()) => team.put_lines(s, input),
+        None => team.put_stored(s, input, stores::streams(rooted, team, input.len())),
+    }
 }
 
 /// [`flat`], as the registry runs it.
