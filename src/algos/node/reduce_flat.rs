@@ -95,22 +95,20 @@ pub fn flat<C: Combiner + ?Sized>(
     combiner: &C,
 ) -> Result<bool, Mismatch> {
     let n = vector_len(bufs);
-    if root.is_some_and(|root| root != team.rank) && n > 0 && n <= reduce_chunk(team, n, unit) {
-        // A Reduce's other rank with one chunk whose stores the root does
-        // not pick: the copy-in and publish the loop below reaches after
-        // some 150 instructions more.
-        if !stores::root_chooses(team, n, n) {
-            let s = team.next_step();
-            copy_in(team, s, &bufs.send.unwrap_or(&*bufs.recv)[..n], None, None);
-            team.publish(s);
-            team.finish(s);
-            return Ok(false);
-        }
-    }
     let chunk = match root {
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
         Some(_) => reduce_chunk(team, n, unit),
     };
+    // A Reduce's other rank with one chunk whose stores the root does not
+    // pick: the copy-in and publish the loop below reaches after some 150
+    // instructions more.
+    if root.is_some_and(|root| root != team.rank) && n > 0 && n <= chunk && !stores::root_chooses(team, n, n) {
+        let s = team.next_step();
+        copy_in(team, s, &bufs.send.unwrap_or(&*bufs.recv)[..n], None, None);
+        team.publish(s);
+        team.finish(s);
+        return Ok(false);
+    }
     let adaptation = &team.state.memory.adaptation;
     // Below the other copies' threshold too, where PCOLL_SHM_STREAM would
     // stream copies of that many bytes.
