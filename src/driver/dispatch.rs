@@ -78,13 +78,15 @@ fn attempt<H: Host>(
         Impl::Node(_) | Impl::Hier(_) => {
             let node = &state.node;
             let Some(mut team_state) = node.state.take() else { host.abort(CONTENDED) };
-            // Scratch on a node: reductions' for zero copy's sub-chunks,
-            // and that of the schedule the algorithm may hand calls to.
+            // Scratch on a node: the sub-chunks of reductions that may
+            // combine zero copy, and that of the schedule the algorithm may
+            // hand calls to.
             let sub_chunk = team_state.memory.sizes.sub_chunk;
             let reduction = call.desc.coll.is_reduction();
             let hot_algo = hot_algorithm(call);
             let hot_schedule = hot_algo.filter(|_| reduction).map(|algo| schedule_of(t, state, algo, call, layout));
-            let zero_copy = if reduction { reduction::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
+            let zero_copy =
+                if call.algo.zero_copy_scratch { reduction::zero_copy_scratch(node.size, sub_chunk) } else { 0 };
             let need = hot_schedule.as_ref().map_or(zero_copy, |sched| zero_copy.max(sched.scratch_bytes));
             let within = call.algo.hot_back_to_back.then(|| Duration::from_nanos(rt.cfg.shm.back_to_back_ns));
             let mut hot_way = hot_algo.map(|algo| HostSchedule {

@@ -71,7 +71,12 @@ fn every_registered_node_algorithm_is_exact_for_1_to_9_ranks() {
                                     (false, _) => Vec::new(),
                                 };
                                 let send = (!(in_place && is_out)).then_some(&input[..]);
-                                let mut scratch = vec![0u8; zero_copy_scratch(p, team.state.memory.sizes.sub_chunk)];
+                                // What the dispatcher lends it: none where the
+                                // registry says it never combines zero copy.
+                                let lent = algo
+                                    .zero_copy_scratch
+                                    .then(|| zero_copy_scratch(p, team.state.memory.sizes.sub_chunk));
+                                let mut scratch = vec![0u8; lent.unwrap_or(0)];
                                 let op = Interval { combined: AtomicU64::new(0) };
                                 let bufs = Buffers { send, recv: &mut recv, scratch: &mut scratch };
                                 node_call(team, count * 8, |team| {
