@@ -58,6 +58,9 @@ def run(r, mpi, lib, res):
             problems = []
             if rc != 0 or not re.search(r"(^|\s)0 point\(s\) failed the check", out):
                 problems.append("expected exit 0 and '0 point(s) failed the check'")
+            if not re.search(r"^# barrier: the last rank leaves the host's barrier \d+\.\d+ us after rank 0", out, re.M):
+                problems.append("expected the line '# barrier: the last rank leaves the host's barrier ... us after "
+                                "rank 0' (2 ranks on one node)")
             if mode == "b2b" and WINDOW not in err:
                 problems.append("expected the summary's line '... %s' (Bcasts of 256 KiB, roots rotating)" % WINDOW)
             if mode == "b2b" and GATHERV_WINDOW not in err:

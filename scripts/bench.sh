@@ -559,6 +559,11 @@ summary() {
         grep -h '^# handoff:' "$OUT/$m-$tag.txt" 2>/dev/null | awk -v m="$m" '{ s = s " " $4 "/" $7 } END { if (s != "") printf " %s%s", m, s }'
     done)
     [ -n "$handoffs" ] && echo "# cross-core handoff of 32 KiB per run, write/read us (placement of the two cores, see docs/benchmark.md):$handoffs"
+    local lags
+    lags=$(for m in "${names[@]}"; do
+        grep -h '^# barrier:' "$OUT/$m-$tag.txt" 2>/dev/null | awk -v m="$m" '{ s = s " " $10 } END { if (s != "") printf " %s%s", m, s }'
+    done)
+    [ -n "$lags" ] && echo "# host barrier per run: the last rank leaves it so many us after rank 0 (in every osu root-0 call's time, see docs/benchmark.md):$lags"
     [ ${#PCOLL_VARS[@]} -gt 0 ] && echo "# environment: $(for v in "${PCOLL_VARS[@]}"; do printf '%s=%s ' "$v" "${!v}"; done)"
     awk -F, -v names="${names[*]}" '
         BEGIN { nm = split(names, M, " ") }
