@@ -50,7 +50,8 @@
 //!   says so in a word of its first step, the root follows.
 //!   A block that goes into its owner's slot and nowhere else
 //!   ([`slot_only`]: small, not direct, not through the window) takes a
-//!   short way past these decisions and past the runs' pacing.
+//!   short way past these decisions and past the runs' pacing, and so
+//!   does a root whose other blocks all do ([`gather_slots`]).
 //! - **rounds** (copy-in forced, or no zero copy): every other rank copies
 //!   the first chunk of its block into its area and publishes; the root
 //!   publishes the number of rounds (its largest block in chunks), copies
