@@ -644,7 +644,7 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
                     Err(m) => mismatch = mismatch.or(Some(m)),
                 }
             } else {
-                match read_slot(team, r, s, &mut g.recv[off..off + len]) {
+                match read_whole(team, r, s, &mut g.recv[off..off + len]) {
                     Ok(()) if !in_lines(len) => arrivals.iter_mut().for_each(|arrivals| arrivals.saw(team, r, s)),
                     Ok(()) => {}
                     Err(m) => mismatch = mismatch.or(Some(m)),
@@ -798,7 +798,7 @@ fn gather_slots(team: &mut Team<'_>, g: &mut Gather<'_>) -> Result<(), Mismatch>
     let (mut seen, mut mismatch) = (0, None);
     for (r, &(off, len)) in g.layout.blocks.iter().enumerate().filter(|&(r, &(_, len))| r != me && len > 0) {
         seen += 1;
-        if let Err(m) = read_slot(team, r, s, &mut g.recv[off..off + len]) {
+        if let Err(m) = read_whole(team, r, s, &mut g.recv[off..off + len]) {
             mismatch = mismatch.or(Some(m));
         }
     }
@@ -806,12 +806,12 @@ fn gather_slots(team: &mut Team<'_>, g: &mut Gather<'_>) -> Result<(), Mismatch>
     finish_call(team, t, false, mismatch)
 }
 
-/// At the root: rank `r`'s block of step `s`, which went into its slot
-/// (its lines or its slot of the ring), copied into `into` (as long as
-/// the root counts the block) once there; a [`Mismatch`] where the
+/// At the root: rank `r`'s block of step `s`, which went whole into its
+/// slot's lines, its slot of the ring or its area, copied into `into` (as
+/// long as the root counts the block) once there; a [`Mismatch`] where the
 /// owner's head differs. An owner that thinks its block direct (its count
 /// differs) waits for a table this root did not publish: its head tells.
-fn read_slot(team: &Team<'_>, r: usize, s: u64, into: &mut [u8]) -> Result<(), Mismatch> {
+fn read_whole(team: &Team<'_>, r: usize, s: u64, into: &mut [u8]) -> Result<(), Mismatch> {
     let (len, expect) = (into.len(), Expect(Some(into.len())));
     if in_lines(len) {
         team.wait_lines_expecting(r, s, len, expect)?;
