@@ -23,20 +23,25 @@
 //! ([`super::choice::TimedChoice::bounded`]).
 //!
 //! A Reduce's copy-in costs its writers little either way; its cost is in
-//! the root's reads. So the root chooses for everyone ([`announce`]): it
+//! the root's reads. So the root chooses for everyone ([`root_pick`]): it
 //! times its whole call (from its arrival to its last fold or copy-out)
-//! and publishes its pick in a step of its own, which the others wait for
-//! before they copy in (2 ranks, cores that share a cache: a 2 MiB
-//! `shm_flat` Reduce took a fifth less time with ordinary stores).
+//! and publishes the stores it wants next in its line of wishes, which
+//! the others read once the root has ended its previous node call (2
+//! ranks, cores that share a cache: a 2 MiB `shm_flat` Reduce took a
+//! fifth less time with ordinary stores). A step of its own, which the
+//! others waited for, cost a round trip per call: 4 KiB at 2 ranks,
+//! MPICH host, calls started together, 2.1-2.3 against 1.4-1.5 us
+//! (docs/measurements.md).
 //!
 //! Limitations: rank 0's times stand for every rank's; a Reduce root's
 //! time includes the others' lateness. Where ranks outnumber cores a
 //! Reduce streams, untimed (its non-roots would wait for the root to be
 //! scheduled). Cost: where ordinary stores lose, one call in 64 is 2-3
 //! times slower, about 3% on average; a Reduce's non-roots wait for the
-//! root's arrival before they copy in. Memory: a few words per class, and
-//! a flat Allreduce's rank 0 two bytes per class in its wishes. Seed:
-//! none (pcoll's own, from the measurements in docs/measurements.md).
+//! root's end of its previous call before they copy in. Memory: a few
+//! words per class, and a flat Allreduce's rank 0 and a Reduce root a
+//! byte per class in their wishes. Seed: none (pcoll's own, from the
+//! measurements in docs/measurements.md).
 
 use std::time::{Duration, Instant};
 
@@ -46,7 +51,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::choice::{Alternative, Pick, Preference, TimedChoice, CLASSES};
 use super::Adapting;
 use crate::shm::segment::LINE;
-use crate::shm::team::{Team, Via, STREAM_FROM};
+use crate::shm::team::{Team, STREAM_FROM};
 
 /// Vector bytes from which a flat Allreduce chooses: PCOLL_SHM_STREAM's
 /// default (below, copies into the segment use ordinary stores anyway).
@@ -104,46 +109,36 @@ pub fn root_chooses<M: Adapting>(team: &Team<'_, M>, n: usize, copy: usize) -> b
     adaptation.enabled && !team.settings.oversubscribed && n >= adaptation.from() && team.streams(copy)
 }
 
-/// The published word of a Reduce's announcing step: the root's stores.
-const STORES: usize = 0;
-
 /// The stores of one Reduce's copy-ins into the segment, as its root
-/// chose them ([`announce`]); the root also times the call.
+/// chose them ([`root_pick`]); the root also times the call.
 pub struct RootPick {
     stores: Stores,
-    timing: Option<(Pick<Stores>, Instant)>,
+    timing: Option<ReaderTiming>,
 }
 
 /// Where a Reduce of `n` bytes to `root` chooses its stores (from
 /// [`super::Adaptation::from`], with PCOLL_SHM_ADAPT, ranks no more than
-/// cores, and copies of `copy` bytes that would stream): one step in
-/// which the root publishes its pick and the others read it. The same decision on every
-/// rank (a Reduce's vector is the same length everywhere).
+/// cores, and copies of `copy` bytes that would stream; the same decision
+/// on every rank, as a Reduce's vector is the same length everywhere):
+/// the root's pick is the one it published for the class at the end of
+/// its last timed call, which the others read once the root has ended
+/// its previous node call ([`Team::wait_previous_end`]), so that they
+/// read that very pick. They do not wait for the root's arrival.
 ///
-/// A root of another call (an erroneous program) picks nothing here: the
-/// others copy in as [`Team::streams`] says, and the data's heads show the
-/// mismatch to whoever reads them.
-pub fn announce<M: Adapting>(team: &mut Team<'_, M>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
+/// A root of another call (an erroneous program) ended its previous call
+/// too: the others copy in as its wish says, and the data's heads show
+/// the mismatch to whoever reads them.
+pub fn root_pick<M: Adapting>(team: &mut Team<'_, M>, n: usize, root: usize, copy: usize) -> Option<RootPick> {
     if !root_chooses(team, n, copy) {
         return None;
     }
-    let start = Instant::now();
-    let s = team.next_step();
-    team.writable(s);
-    let pick = (team.rank == root).then(|| team.state.memory.as_mut().reduce_stores.pick(n));
-    if let Some(pick) = pick {
-        team.set_word(s, STORES, pick.method.index() as u64);
-        team.publish(s);
-    } else {
-        team.wait_ready(root, s);
-        if team.check(root, s, Via::Area, team.mine()).is_err() {
-            team.finish(s);
-            return None;
-        }
+    if team.rank == root {
+        let timing = team.state.memory.as_mut().reduce_stores.timing(n, n);
+        return Some(RootPick { stores: timing.method(), timing: Some(timing) });
     }
-    let stores = Stores::BOTH[team.word(root, s, STORES) as usize];
-    team.finish(s);
-    Some(RootPick { stores, timing: pick.map(|pick| (pick, start)) })
+    team.wait_previous_end(root);
+    let stores = team.state.memory.as_ref().reduce_stores.published(team, root, REDUCE_WISHES, n);
+    Some(RootPick { stores, timing: None })
 }
 
 /// Whether a copy of `len` bytes into the segment streams: where it is
@@ -156,17 +151,19 @@ pub fn streams<M>(pick: Option<&RootPick>, team: &Team<'_, M>, len: usize) -> bo
 impl RootPick {
     /// Whether the root tries stores other than those in use.
     pub fn tries(&self) -> bool {
-        self.timing.is_some_and(|(pick, _)| !pick.in_use())
+        self.timing.as_ref().is_some_and(|timing| !timing.in_use())
     }
 
-    /// At the end of the call: the root counts its time.
-    pub fn record<M: Adapting>(self, team: &mut Team<'_, M>, n: usize) {
-        if let Some((pick, start)) = self.timing {
+    /// Before the end of the call: the root counts its time and publishes
+    /// its stores for the next call of the class.
+    pub fn record<M: Adapting>(self, team: &mut Team<'_, M>) {
+        if let Some(timing) = self.timing {
+            let wishes = &team.seg.control(team.rank).wishes[REDUCE_WISHES..];
             let choice = &mut team.state.memory.as_mut().reduce_stores;
-            if let Some(change) = choice.record(pick, n, start.elapsed()) {
+            if let Some(change) = choice.end(&timing, wishes) {
                 log::debug!(
                     "shm Reduce of {} B and more to this root: copies in now with {change}",
-                    choice.class_bytes(&pick)
+                    choice.class_bytes(&timing)
                 );
             }
         }
@@ -227,8 +224,10 @@ pub const GATHERV_HOT_ROUTES: usize = 3 * CLASSES;
 /// Node rank 0's stores for a flat Allreduce ([`LeaderChoice`]), in the
 /// second line: two per class, by the parity of the class's calls.
 const ALLREDUCE_WISHES: usize = LINE;
+/// A Reduce root's stores ([`root_pick`]), after them.
+const REDUCE_WISHES: usize = ALLREDUCE_WISHES + 2 * CLASSES;
 const _: () = assert!(GATHERV_HOT_ROUTES + CLASSES <= LINE);
-const _: () = assert!(ALLREDUCE_WISHES + 2 * CLASSES <= 2 * LINE);
+const _: () = assert!(REDUCE_WISHES + CLASSES <= 2 * LINE);
 
 /// At a Gatherv root's arrival, with the others' block lengths: the
 /// call's timing if it chooses (with PCOLL_SHM_ADAPT, ranks no more than
@@ -266,6 +265,18 @@ impl<K: Alternative> ReaderChoice<K> {
     /// Nothing timed yet; classes from `from` bytes.
     pub fn new(from: usize) -> ReaderChoice<K> {
         ReaderChoice::with(TimedChoice::new(from))
+    }
+
+    /// A reader's choice of copy-in stores, classes from `from` bytes:
+    /// each call counts for at most [`super::choice::OUTLIER`] times its
+    /// estimate, as its time carries the writers' lateness. Unbounded, a
+    /// late peer's single calls (4-60 ns/B where the estimates were
+    /// 0.2-0.5) turned a Reduce root's choice again and again, mostly to
+    /// the slower stores (2 ranks, MPICH host, 4 KiB calls started
+    /// together: 6-7 changes in 0.3 s, 1.8 us a call against 1.7 bounded;
+    /// docs/measurements.md). A Reduce root's choice.
+    pub fn bounded(from: usize) -> ReaderChoice<K> {
+        ReaderChoice::with(TimedChoice::new(from).bounded())
     }
 
     /// A reader's choice by `choice`'s rules.

@@ -1018,6 +1018,19 @@ impl<M> Team<'_, M> {
         self.shared_word(r, s, i).load(Relaxed)
     }
 
+    /// Waits until rank `r` has ended the node's previous call
+    /// ([`Team::end`]; at once in the first): what it stored before, such
+    /// as its wishes, is visible after.
+    pub fn wait_previous_end(&self, r: usize) {
+        if self.state.call <= 1 {
+            return;
+        }
+        let end = (self.state.call - 1) << CALL_SHIFT | STEP_MASK;
+        let done = &self.seg.control(r).done;
+        // Acquire: pairs with `end`'s release of `done`.
+        Backoff::until(|| done.load(Acquire) >= end);
+    }
+
     /// Waits until rank `r` has published step `s`.
     pub fn wait_ready(&self, r: usize, s: u64) {
         let ready = &self.seg.control(r).ready;

@@ -13,10 +13,11 @@
 //! - A Reduce cuts its vector into about four chunks, so that the root
 //!   folds one while the others copy in the next (`reduce_chunk`), and
 //!   the others copy in with the stores the root picks
-//!   ([`stores::announce`], one more synchronisation per call). The root
-//!   writes nothing into its area: no one reads it.
-//! - A Reduce's other rank whose vector is one chunk, copied in as
-//!   [`Team::streams`] says, goes straight to its copy-in and publish.
+//!   ([`stores::root_pick`]: they wait for the root's end of its previous
+//!   call, not for its arrival). The root writes nothing into its area:
+//!   no one reads it.
+//! - A Reduce's other rank whose vector is one chunk goes straight to its
+//!   copy-in and publish.
 //! - A Reduce root that is the last rank or the last but one, where the
 //!   others' chunk is not in yet, copies its own part into its receive
 //!   buffer while it waits, taking the misses of both its buffers then,
@@ -99,12 +100,12 @@ pub fn flat<C: Combiner + ?Sized>(
         None => whole_elements(team.seg.geo.allreduce_chunk, unit),
         Some(_) => reduce_chunk(team, n, unit),
     };
-    // A Reduce's other rank with one chunk whose stores the root does not
-    // pick: the copy-in and publish the loop below reaches after some 150
-    // instructions more.
-    if root.is_some_and(|root| root != team.rank) && n > 0 && n <= chunk && !stores::root_chooses(team, n, n) {
+    // A Reduce's other rank with one chunk: the copy-in and publish the
+    // loop below reaches after some 150 instructions more.
+    if let Some(root) = root.filter(|&root| root != team.rank && n > 0 && n <= chunk) {
+        let rooted = stores::root_pick(team, n, root, n);
         let s = team.next_step();
-        copy_in(team, s, &bufs.send.unwrap_or(&*bufs.recv)[..n], None, None);
+        copy_in(team, s, &bufs.send.unwrap_or(&*bufs.recv)[..n], None, rooted.as_ref());
         team.publish(s);
         team.finish(s);
         return Ok(false);
@@ -116,7 +117,7 @@ pub fn flat<C: Combiner + ?Sized>(
     let adapts = root.is_none() && adaptation.enabled && n >= adaptation.allreduce_from() && streams;
     let leader = adapts.then(|| LeaderChoice::start(team, n));
     let timed = leader.and_then(|call| call.timed);
-    let rooted = root.and_then(|root| stores::announce(team, n, root, chunk.min(n)));
+    let rooted = root.and_then(|root| stores::root_pick(team, n, root, chunk.min(n)));
     let tries_stores = timed.is_some_and(|pick| !pick.in_use()) || rooted.as_ref().is_some_and(|r| r.tries());
     let mut stopwatch = Stopwatch::new(timed.is_some());
     let me = team.rank;
@@ -199,7 +200,7 @@ pub fn flat<C: Combiner + ?Sized>(
         }
     }
     if let Some(rooted) = rooted {
-        rooted.record(team, n);
+        rooted.record(team);
     }
     Ok(tries_stores)
 }

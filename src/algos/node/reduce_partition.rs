@@ -12,13 +12,13 @@
 //!    (Reduce: the root) copies the others' result slices out.
 //!
 //! A Reduce's non-roots fold into their other area only, and everyone
-//! copies in with the stores the root picks ([`stores::announce`], one
-//! more synchronisation per call). Each rank copies `(p-1)/p` of the
-//! vector in, combines `1/p` and copies `(p-1)/p` out. Copying in only
-//! the others' slices and folding into the receive buffer (first written:
-//! the whole chunk in, folded in the area with ordinary stores) brought
-//! the time from 1.12 times `shm_flat`'s to 1.05 (2 ranks, 2 MiB;
-//! docs/measurements.md).
+//! copies in with the stores the root picks ([`stores::root_pick`]; the
+//! others wait for the root's end of its previous call). Each rank
+//! copies `(p-1)/p` of the vector in, combines `1/p` and copies `(p-1)/p`
+//! out. Copying in only the others' slices and folding into the receive
+//! buffer (first written: the whole chunk in, folded in the area with
+//! ordinary stores) brought the time from 1.12 times `shm_flat`'s to 1.05
+//! (2 ranks, 2 MiB; docs/measurements.md).
 //!
 //! Trace, Allreduce p = 2, one chunk AB (rank 0 combines A, rank 1 B):
 //! step 1, rank 0 copies B0 into its area and rank 1 A1, both publish and
@@ -59,7 +59,7 @@ pub fn partition<C: Combiner + ?Sized>(
     let gets_result = |r: usize| root.is_none_or(|root| root == r);
     // The largest copy in: all but one slice of a chunk.
     let copy = chunk.min(n) - slice_bytes(0, p, chunk.min(n), unit).len();
-    let rooted = root.and_then(|root| stores::announce(team, n, root, copy));
+    let rooted = root.and_then(|root| stores::root_pick(team, n, root, copy));
     let mut off = 0;
     while off < n {
         let len = chunk.min(n - off);
@@ -123,7 +123,7 @@ pub fn partition<C: Combiner + ?Sized>(
         off += len;
     }
     if let Some(rooted) = rooted {
-        rooted.record(team, n);
+        rooted.record(team);
     }
     Ok(())
 }

@@ -520,6 +520,59 @@ fn flat_allreduce_stores_are_rank_0s_on_every_rank() {
     }
 }
 
+/// A Reduce root's stores reach every other rank in the same call,
+/// without a step of their own and with no barrier between calls: the
+/// others read the wish the root published before it ended its previous
+/// call ([`crate::adapt::stores::root_pick`]), and the root publishes its
+/// next once their data is in. Two roots in turn, each
+/// changing its mind (its calls take longer with ordinary stores for the
+/// first half of the calls, with streaming ones after).
+#[test]
+fn reduce_stores_are_the_roots_on_every_rank() {
+    use crate::adapt::stores;
+    const CALLS: usize = 600;
+    let n = TEST_ADAPT_FROM;
+    for p in [2, 3] {
+        let used = std::sync::Mutex::new(vec![vec![None; p]; CALLS]);
+        on_threads(p, TEST_GEO, |rank, team| {
+            let mut rng = Rng(p as u64 * 17 + rank as u64);
+            for call in 0..CALLS {
+                let root = call % 2;
+                jitter(&mut rng);
+                node_call(team, n, |team| {
+                    let pick = stores::root_pick(team, n, root, n);
+                    let streams = stores::streams(pick.as_ref(), team, n);
+                    if rank == root {
+                        let slower = if call < CALLS / 2 { !streams } else { streams };
+                        std::thread::sleep(std::time::Duration::from_micros(if slower { 200 } else { 50 }));
+                    }
+                    used.lock().unwrap()[call][rank] = Some(streams);
+                    // The others' data, which the root waits for before it
+                    // counts its time.
+                    let s = team.next_step();
+                    team.publish(s);
+                    if rank == root {
+                        team.wait_all_ready(s);
+                    }
+                    if let Some(pick) = pick {
+                        pick.record(team);
+                    }
+                    team.finish(s);
+                    Ok(())
+                });
+            }
+        });
+        let used = used.into_inner().unwrap();
+        for (call, streams) in used.iter().enumerate() {
+            assert!(streams.iter().all(|s| *s == streams[0]), "p={p} call={call}: {streams:?}");
+        }
+        let count =
+            |calls: std::ops::Range<usize>, streaming| used[calls].iter().filter(|s| s[0] == Some(streaming)).count();
+        assert!(count(20..CALLS / 2, true) > CALLS / 3, "p={p}: streaming while cheaper");
+        assert!(count(CALLS / 2 + 80..CALLS, false) > CALLS / 4, "p={p}: ordinary once cheaper");
+    }
+}
+
 /// Flat and partitioned Reduce from [`TEST_ADAPT_FROM`] bytes
 /// to several roots, long enough for each root's warm-up, both trial
 /// calls and an exploring one, with ranks that drift apart: exact
