@@ -59,7 +59,7 @@ impl Adaptation {
             from,
             allreduce_stores: LeaderChoice::new(allreduce_from),
             reduce_stores: ReaderChoice::bounded(from),
-            gatherv_stores: ReaderChoice::new(from),
+            gatherv_stores: ReaderChoice::bounded(from),
             bcast_stores: ReaderChoice::new(from),
         }
     }

@@ -274,7 +274,7 @@ impl<K: Alternative> ReaderChoice<K> {
     /// 0.2-0.5) turned a Reduce root's choice again and again, mostly to
     /// the slower stores (2 ranks, MPICH host, 4 KiB calls started
     /// together: 6-7 changes in 0.3 s, 1.8 us a call against 1.7 bounded;
-    /// docs/measurements.md). A Reduce root's choice.
+    /// docs/measurements.md). A Reduce and a Gatherv root's choices.
     pub fn bounded(from: usize) -> ReaderChoice<K> {
         ReaderChoice::with(TimedChoice::new(from).bounded())
     }
