@@ -61,8 +61,9 @@ pub const EXPLORE: u64 = 64;
 /// the area took 5-15 times their estimate, and a root switched to
 /// direct, twice as slow, 20 times in 0.3 s. A lasting change is followed
 /// all the same, at twice the estimate per call. Bounded: hot Gatherv
-/// routes, a Bcast's hot way, a flat Allreduce's stores (timed with the
-/// waits for the others); not flat against zero copy, which it made
+/// routes, a Bcast's hot way, a flat Allreduce's stores and those a
+/// reader chooses (timed with the waits for the others: Reduce and
+/// Gatherv roots, Bcast readers); not flat against zero copy, which it made
 /// slower (docs/measurements.md).
 pub const OUTLIER: f64 = 2.0;
 

@@ -33,10 +33,7 @@ pub struct Adaptation {
     pub reduce_stores: ReaderChoice,
     /// Gatherv's timings of the others' copy-in stores, as root.
     pub gatherv_stores: ReaderChoice,
-    /// Bcast's timings of the root's copy-in stores, as reader (not
-    /// bounded: with each call's time bounded, the Bcast of 128 KiB-1 MiB
-    /// took 2-5% longer, Open MPI host, 2 ranks, cold; the zero copy or
-    /// pipeline choice it feeds moved with it).
+    /// Bcast's timings of the root's copy-in stores, as reader.
     pub bcast_stores: ReaderChoice,
 }
 
@@ -60,7 +57,7 @@ impl Adaptation {
             allreduce_stores: LeaderChoice::new(allreduce_from),
             reduce_stores: ReaderChoice::bounded(from),
             gatherv_stores: ReaderChoice::bounded(from),
-            bcast_stores: ReaderChoice::new(from),
+            bcast_stores: ReaderChoice::bounded(from),
         }
     }
 
