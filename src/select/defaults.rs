@@ -89,7 +89,7 @@ reduce nodes=1 shm_partition
 # buffer in a loop: 2.7-3.4 against 4.4-5.6 us), the queue on a Zen 3
 # VM (16 KiB: 1.25 against 3.2-3.5), so shm_queue_zcopy, whose root
 # takes the queue for a new buffer and times both ways for its last
-# one (at 2 ranks from 8 KiB, below). From 24 KiB shm, whose root times zero copy
+# one from 16 KiB (at 2 ranks from 8 KiB, below). From 24 KiB shm, whose root times zero copy
 # against the queue, and from 256 KiB against the pipeline: on a Xeon VM
 # zero copy won hot and cold (cold, sync, 32 KiB: 5.6-5.9 against
 # 6.9-7.3 us, three hosts), on an EPYC VM the queue did (the same: 4.1

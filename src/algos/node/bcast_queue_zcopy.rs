@@ -1,6 +1,7 @@
 //! Bcast within a node through seed 002's queue, or by zero copy where
 //! the root broadcasts from the buffer of its last Bcast (`shm_queue_zcopy`;
-//! messages of 16-24 KiB at 2 ranks). On buffers that come cold from
+//! messages of 8-24 KiB at 2 ranks; with PCOLL_SHM_ADAPT, zero copy only
+//! from 16 KiB, [`super::bcast_timed`]). On buffers that come cold from
 //! memory the queue wins or ties there (2 ranks, 16 KiB, cold: 3.75-3.82
 //! against 3.85-4.23 us on a Xeon VM; 4.3 against 5.3-6.4 for `shm`'s
 //! timed choice on a Zen 3 VM). On buffers still in the caches zero copy

@@ -23,6 +23,15 @@
 //!   VM, 2 ranks, back to back, 512 KiB, a 4 MiB queue: queue 27.5-28.8
 //!   us, zero copy 42, pipeline 47-52); on new buffers the pipeline stays
 //!   ahead of the queue from 512 KiB (`sync`: 47 against 51 us).
+//! - below a sixteenth of [`TIMED_FROM`], hot or not, the queue, untimed:
+//!   zero copy's two meetings of all ranks (the buffers' addresses, the
+//!   copies' end) cost more there than the queue's second copy, and its
+//!   root returns only with the last reader, where the queue's returns
+//!   once its copy is in. The root's times, which run to the slowest
+//!   reader's end, favoured zero copy at 8 KiB all the same (2 ranks, hot
+//!   messages between barriers, averaged over ranks: 1.47-1.52 us
+//!   against 0.97-1.04 through the queue, stock 1.09-1.14;
+//!   docs/measurements.md).
 //!
 //! Where the queue is picked for a hot message that fits the window and
 //! whose root was not the last window call's, the copies go through the
@@ -179,7 +188,8 @@ pub fn timed(team: &mut Team<'_>, data: &mut [u8], root: usize) -> Result<(), Mi
 /// The root's way for messages below [`TIMED_FROM`] and for `hot` ones
 /// of any size (from its last Bcast's buffer), and for
 /// `shm_queue_zcopy`'s hot messages: the queue or zero copy, as its
-/// timings of such messages favour, the queue's copies of hot ones
+/// timings of such messages favour (below the classes of its choice, the
+/// queue), the queue's copies of hot ones
 /// through the window where it suits the call ([`window::suits`]);
 /// a reader follows the root's word. The team must have [`Team::peers`].
 pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: bool) -> Result<(), Mismatch> {
@@ -187,6 +197,10 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         return as_root_says(team, data, root, Route::Queue);
     }
     let n = data.len();
+    // Below the way's classes, the queue (module doc).
+    if n < team.state.memory.bcast_way(hot).from() {
+        return as_root_says(team, data, root, queue_route(team, root, n, hot));
+    }
     let pick = team.state.memory.bcast_way(hot).pick(n);
     let queue = pick.method == Way::Queue;
     // Timing zero copy costs nothing: it ends in a step all publish.
@@ -195,11 +209,7 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         // Earlier calls' copies out are not this call's.
         wait_copied_out(team);
     }
-    let route = match queue {
-        true if hot && window::suits(team, root, n) => Route::Window,
-        true => Route::queue(hot),
-        false => Route::ZeroCopy,
-    };
+    let route = if queue { queue_route(team, root, n, hot) } else { Route::ZeroCopy };
     let start = Instant::now();
     as_root_says(team, data, root, route)?;
     if timed {
@@ -213,6 +223,16 @@ pub(super) fn timed_way(team: &mut Team<'_>, data: &mut [u8], root: usize, hot: 
         }
     }
     Ok(())
+}
+
+/// The queue's route for a message of `n` bytes from `root`: through the
+/// window where the message is `hot` and the window suits the call.
+fn queue_route(team: &Team<'_>, root: usize, n: usize, hot: bool) -> Route {
+    if hot && window::suits(team, root, n) {
+        Route::Window
+    } else {
+        Route::queue(hot)
+    }
 }
 
 /// Waits until the readers of every queue and window call so far have
