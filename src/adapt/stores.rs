@@ -276,7 +276,7 @@ impl<K: Alternative> ReaderChoice<K> {
     /// together: 6-7 changes in 0.3 s, 1.8 us a call against 1.7 bounded;
     /// docs/measurements.md). A Reduce and a Gatherv root's choices, and
     /// a Bcast reader's, whose times carry a late root's lateness (2
-    /// ranks, cold 4-16 KiB calls started together: 5-13% less time
+    /// ranks, cold 4-16 KiB calls started together: 4-12% less time
     /// bounded, relative to the same job's stock MPI).
     pub fn bounded(from: usize) -> ReaderChoice<K> {
         ReaderChoice::with(TimedChoice::new(from).bounded())
