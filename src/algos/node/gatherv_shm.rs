@@ -140,7 +140,13 @@ pub const HOT_COPY_IN_UP_TO: usize = 256 << 10;
 /// route it wants next in its line of wishes, which owners read; without,
 /// hot blocks go direct and the others through the area (never a
 /// ring: where ranks outnumber cores, an owner would wait for its root
-/// to be scheduled). With hot blocks
+/// to be scheduled). An owner whose calls come back to back
+/// ([`super::host_runs::OwnRuns::back_to_back`]) sends a cold block that
+/// fits its area through it whatever its root wants: direct, it stays
+/// until the root has read the block, through the area it returns once
+/// the block is in and starts its next call, a gain the root's time does
+/// not see (2 ranks, cold 32-64 KiB blocks back to back, roots rotating:
+/// 8-15% less time; docs/measurements.md). With hot blocks
 /// a root's time counts from the last arrival of the call's ranks (each
 /// owner publishes its arrival): from its own, back to back, it would
 /// count its wait for an owner still on the call before, which depends on
@@ -511,7 +517,14 @@ fn direct(team: &mut Team<'_>, peers: &dyn PeerMemory, g: &mut Gather<'_>, mode:
     let mut windowed = false;
     let route = (me != g.root && !window && (direct(len) || either(len))).then(|| {
         team.writable(s);
-        owner_route(team, g.root, len, mode, hot)
+        let wanted = owner_route(team, g.root, len, mode, hot);
+        // Back to back, a cold block that fits the area goes through it
+        // whatever the root wants (see Route).
+        if !hot && !direct(len) && team.state.memory.gatherv_runs.back_to_back() {
+            Route::Area
+        } else {
+            wanted
+        }
     });
     // Whether this owner's block goes through its area, in pieces: one
     // that may goes by its route (a direct block's route says whether its

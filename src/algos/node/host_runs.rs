@@ -99,6 +99,8 @@ pub struct OwnRuns {
     calls: u32,
     watched: bool,
     spread: bool,
+    /// Whether the current run's first call came back to back.
+    back_to_back: bool,
     pace: Pace,
     /// Calls in runs that spread.
     pub spread_calls: u64,
@@ -117,10 +119,17 @@ impl OwnRuns {
             self.pace.starts(within);
         }
         if at == 0 {
-            self.spread = hot || self.pace.back_to_back();
+            self.back_to_back = self.pace.back_to_back();
+            self.spread = hot || self.back_to_back;
         }
         self.spread_calls += u64::from(self.spread);
         self.spread
+    }
+
+    /// Whether the current run's calls come back to back (as its first
+    /// call found them).
+    pub fn back_to_back(&self) -> bool {
+        self.back_to_back
     }
 
     /// The call started last ends.

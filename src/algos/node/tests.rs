@@ -1349,6 +1349,49 @@ fn gathers_of_blocks_sent_either_way_are_exact() {
     }
 }
 
+/// A cold Gatherv block that may go either way (more than a copy piece,
+/// at most a chunk): from an owner whose calls come back to back, through
+/// its area in pieces whatever route its root wants, so that the owner
+/// returns once its block is in; from one whose calls do not, direct
+/// where its root wants (at least on the root's trial of that route and
+/// its explorations, one in [`EXPLORE`] calls). Every block in place.
+#[test]
+fn back_to_back_owners_send_cold_blocks_through_their_areas() {
+    use super::host_runs::RUN;
+    use crate::adapt::choice::EXPLORE;
+    // Chunks of 1 KiB: blocks past a slot's lines fit one.
+    let geo = Geometry { chunk: 4 * TEST_ADAPT_FROM, allreduce_chunk: 16 * TEST_ADAPT_FROM, ..TEST_GEO };
+    let len = geo.chunk - 24;
+    for (within, back_to_back) in [(u64::MAX, true), (0, false)] {
+        // The owner's calls that wrote no pieces (back to back: from the
+        // second run on, the first one's pace unknown).
+        let direct = AtomicUsize::new(0);
+        on_threads(2, geo, |rank, team| {
+            team.settings.back_to_back_ns = within;
+            let mut rng = Rng(rank as u64 + 77);
+            // Two buffers in turn: no block goes from its owner's last one.
+            let mut buffers = [vec![0u8; len], vec![0u8; len]];
+            for call in 0..EXPLORE as usize + 2 * RUN as usize {
+                let byte = |r: usize, i: usize| (r * 37 + i * 11 + call) as u8;
+                let send = &mut buffers[call % 2];
+                send.iter_mut().enumerate().for_each(|(i, b)| *b = byte(rank, i));
+                let pieces = || team.seg.control(1).pieces.each_ref().map(|count| count.load(Ordering::Relaxed));
+                let before = pieces();
+                let recv = auto_gather(team, send, &packed([len, len].into_iter()), 0, &mut rng);
+                if rank == 1 && (!back_to_back || call >= RUN as usize) && pieces() == before {
+                    direct.fetch_add(1, Ordering::Relaxed);
+                }
+                if rank == 0 {
+                    let want: Vec<u8> = (0..2).flat_map(|r| (0..len).map(move |i| byte(r, i))).collect();
+                    assert_eq!(recv, want, "call={call} back to back={back_to_back}");
+                }
+            }
+        });
+        let direct = direct.into_inner();
+        assert_eq!(direct == 0, back_to_back, "{direct} calls direct, back to back={back_to_back}");
+    }
+}
+
 /// Gatherv blocks larger than a chunk area, whose roots want them through
 /// the areas (the first route, with PCOLL_SHM_ADAPT): each goes through its
 /// owner's area as a ring of pieces, and while the ring is full its owner
